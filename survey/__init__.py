@@ -1,0 +1,1 @@
+"""Survey system for sensitive questions: randomized in the browser, debiased with honest intervals."""

@@ -1,0 +1,76 @@
+"""What ε means to one respondent: how far an observer's suspicion can move after seeing a report.
+
+Pages translate ε into "someone who was 50% sure you answered yes can become at most 75% sure"
+(STATISTICS.md §4, the bound of the seed "DP in (a bit) more detail"); organizers pick a privacy
+level from that sentence, not from the number.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .mechanisms import Mechanism
+
+__all__ = ["mechanism_posterior_bounds", "posterior_bounds"]
+
+
+def _check_prior(prior: float) -> float:
+    prior = float(prior)
+    if not 0.0 <= prior <= 1.0:
+        raise ValueError(f"the prior must be a probability in [0, 1], got {prior!r}")
+    return prior
+
+
+def posterior_bounds(epsilon: float, prior: float = 0.5) -> tuple[float, float]:
+    """The range an observer's belief can reach after one report of an ε-private mechanism.
+
+    An observer who believed the true answer was "yes" with probability ``prior`` can, whatever
+    the report, end up believing it with at least ``low`` and at most ``high``::
+
+        >>> [round(x, 4) for x in posterior_bounds(math.log(3), 0.5)]
+        [0.25, 0.75]
+
+    ``epsilon = inf`` gives (0, 1): a report can settle the question.
+    """
+    prior = _check_prior(prior)
+    epsilon = float(epsilon)
+    if math.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be 0 or more, got {epsilon!r}")
+    if prior in (0.0, 1.0):
+        return prior, prior
+    if math.isinf(epsilon):
+        return 0.0, 1.0
+    # Written with e^-ε so that large ε stays finite.
+    shrink = math.exp(-epsilon)
+    high = prior / (prior + shrink * (1.0 - prior))
+    low = shrink * prior / (shrink * prior + (1.0 - prior))
+    return low, high
+
+
+def mechanism_posterior_bounds(mechanism: Mechanism, prior: float = 0.5, category: int = 0) -> tuple[float, float]:
+    """The exact range of an observer's belief in ``category`` after one report of ``mechanism``.
+
+    Tighter than :func:`posterior_bounds` for asymmetric designs (coin-flip with a forced-"yes"
+    probability other than 1/2): it looks at the reports the design actually produces. For more
+    than two categories the remaining prior mass is put on the alternative that moves the belief
+    most, so the bounds hold whatever the observer believed about the other options.
+    """
+    prior = _check_prior(prior)
+    if not 0 <= category < mechanism.k:
+        raise ValueError(f"category must be in 0..{mechanism.k - 1}")
+    if prior in (0.0, 1.0):
+        return prior, prior
+    q = mechanism.matrix
+    mine = q[:, category]
+    others = np.delete(q, category, axis=1)
+    low, high = 1.0, 0.0
+    for r in range(mechanism.k):
+        if mine[r] == 0.0 and others[r].max() == 0.0:
+            continue  # never reported
+        for alt in (others[r].min(), others[r].max()):
+            denom = prior * mine[r] + (1.0 - prior) * alt
+            post = prior * mine[r] / denom if denom > 0 else prior
+            low, high = min(low, post), max(high, post)
+    return float(low), float(high)
