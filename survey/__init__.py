@@ -1,1 +1,56 @@
-"""Survey system for sensitive questions: randomized in the browser, debiased with honest intervals."""
+"""Survey system for sensitive questions: randomized in the browser, debiased with honest intervals.
+
+``create_app()`` is the application factory. The privacy mathematics lives in ``survey.privacy`` and
+imports nothing from here, so ``from survey.privacy import ...`` works in a notebook.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def create_app(test_config: dict[str, Any] | None = None):
+    """Build the Flask application: config, extensions, blueprints, CLI commands."""
+    from flask import Flask
+
+    from . import cli, config, security
+    from .auth import bp as auth_bp
+    from .extensions import csrf, db, login_manager
+    from .models import User
+    from .respond import bp as respond_bp
+    from .results import bp as results_bp
+
+    app = Flask(
+        __name__,
+        instance_path=str(ROOT / "instance"),
+        instance_relative_config=True,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+    )
+    app.config.from_mapping(config.defaults(app.instance_path))
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+        app.config.from_mapping(config.from_environment())
+    else:
+        app.config.from_mapping(test_config)
+    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+
+    db.init_app(app)
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = "Please sign in to see results."
+
+    @login_manager.user_loader
+    def load_user(user_id: str) -> User | None:
+        return db.session.get(User, int(user_id))
+
+    app.register_blueprint(auth_bp)
+    app.register_blueprint(respond_bp)
+    app.register_blueprint(results_bp)
+    security.init_app(app)
+    cli.register(app)
+    return app

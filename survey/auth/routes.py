@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user, login_required, login_user, logout_user
+from sqlalchemy import select
+
+from ..extensions import db
+from ..models import User
+from . import bp
+from .forms import LoginForm, LogoutForm
+
+
+def _safe_next(target: str | None) -> str:
+    """Only same-site paths: an open redirect after sign-in would be a phishing aid."""
+    if target and urlsplit(target).netloc == "" and target.startswith("/") and not target.startswith("//"):
+        return target
+    return url_for("results.index")
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    if current_user.is_authenticated:
+        return redirect(url_for("results.index"))
+    form = LoginForm()
+    status = 200
+    if form.validate_on_submit():
+        user = db.session.scalar(select(User).where(User.username == form.username.data))
+        if user is not None and user.check_password(form.password.data):
+            login_user(user)
+            return redirect(_safe_next(request.args.get("next")))
+        form.password.errors.append("Wrong username or password.")
+        status = 401
+    elif request.method == "POST":
+        status = 400
+    return render_template("auth/login.html", form=form), status
+
+
+@bp.route("/logout", methods=["POST"])
+@login_required
+def logout():
+    form = LogoutForm()
+    if form.validate_on_submit():
+        logout_user()
+        flash("You are signed out.")
+    return redirect(url_for("results.index"))

@@ -1,0 +1,99 @@
+"""``flask --app survey ...`` commands: init-db, demo, create-user, import-survey, estimate."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from flask import Flask
+from sqlalchemy import select
+
+from .extensions import db
+from .models import Survey, User
+
+
+def _urls(slug: str, host: str) -> tuple[str, str]:
+    return f"{host}/s/{slug}", f"{host}/surveys/{slug}/results"
+
+
+def register(app: Flask) -> None:
+    @app.cli.command("init-db")
+    def init_db() -> None:
+        """Create the tables that do not exist yet."""
+        db.create_all()
+        click.echo(f"Database ready: {db.engine.url.render_as_string(hide_password=True)}")
+
+    @app.cli.command("demo")
+    @click.option("--respondents", default=3000, show_default=True, help="simulated respondents")
+    @click.option("--host", default="http://127.0.0.1:5000", show_default=True, help="where the app is served")
+    @click.option("--if-empty", is_flag=True, help="only if the database has no survey yet")
+    def demo(respondents: int, host: str, if_empty: bool) -> None:
+        """Create the demo survey with simulated respondents, and print where to look."""
+        from .demo import DEMO_PASSWORD, DEMO_USER, create_demo
+
+        db.create_all()
+        if if_empty and db.session.scalar(select(Survey.id).limit(1)) is not None:
+            click.echo("The database already has surveys; no demo added.")
+            return
+        survey = create_demo(db.session, respondents)
+        respond, results = _urls(survey.slug, host)
+        click.echo(f"Demo survey “{survey.title}” is ready.")
+        click.echo(f"  Answer it as a respondent:  {respond}")
+        click.echo(f"  See the estimates:          {results}")
+        click.echo(f"  Sign in as {DEMO_USER!r} with password {DEMO_PASSWORD!r}.")
+
+    @app.cli.command("create-user")
+    @click.argument("username")
+    @click.password_option(help="the new user's password (asked for if not given)")
+    def create_user(username: str, password: str) -> None:
+        """Create a user who can sign in and see results."""
+        db.create_all()
+        if len(password) < 8:
+            raise click.BadParameter("use at least 8 characters", param_hint="password")
+        if db.session.scalar(select(User).where(User.username == username)) is not None:
+            raise click.ClickException(f"a user named {username!r} already exists")
+        user = User(username=username)
+        user.set_password(password)
+        db.session.add(user)
+        db.session.commit()
+        click.echo(f"User {username!r} created.")
+
+    @app.cli.command("import-survey")
+    @click.argument("file", type=click.File("r", encoding="utf-8"))
+    @click.option("--owner", help="username of the survey's owner")
+    @click.option("--host", default="http://127.0.0.1:5000", show_default=True)
+    def import_survey(file, owner: str | None, host: str) -> None:
+        """Create a survey from a JSON spec (see the README for the format)."""
+        from .specs import SpecError, create_survey_from_spec
+
+        db.create_all()
+        try:
+            spec = json.load(file)
+        except json.JSONDecodeError as error:
+            raise click.ClickException(f"{file.name} is not valid JSON: {error}") from None
+        user = None
+        if owner:
+            user = db.session.scalar(select(User).where(User.username == owner))
+            if user is None:
+                raise click.ClickException(f"no user named {owner!r}")
+        try:
+            survey = create_survey_from_spec(db.session, spec, owner=user)
+            db.session.commit()
+        except SpecError as error:
+            db.session.rollback()
+            raise click.ClickException(f"the survey was not created: {error}") from None
+        respond, results = _urls(survey.slug, host)
+        click.echo(f"Survey “{survey.title}” created with {len(survey.questions)} questions.")
+        click.echo(f"  Respondents answer at:  {respond}")
+        click.echo(f"  Results:                {results}")
+
+    @app.cli.command("estimate")
+    @click.argument("slug")
+    def estimate_command(slug: str) -> None:
+        """Print the estimates of a survey as JSON."""
+        from .exports import estimates_document
+
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        if survey is None:
+            raise click.ClickException(f"no survey {slug!r}")
+        click.echo(json.dumps(estimates_document(db.session, survey), indent=2, ensure_ascii=False))

@@ -1,0 +1,197 @@
+"""The stored data: surveys, their questions and frozen designs, submissions and reported answers.
+
+What is *not* here matters as much: a submission has no IP address, no user agent, no time of day
+and no link to whoever or whatever admitted it; an answer row holds only the reported (randomized)
+category code. The true answer to a randomized question never reaches the server at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from flask_login import UserMixin
+from sqlalchemy import JSON, Boolean, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from survey.privacy import Mechanism, mechanism_from_dict
+
+from .extensions import db
+
+KINDS = ("yes_no", "choice", "direct")
+STATUSES = ("draft", "open", "closed")
+
+
+def today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
+class User(UserMixin, db.Model):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(80), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+
+    surveys: Mapped[list[Survey]] = relationship(back_populates="owner")
+
+    def set_password(self, password: str) -> None:
+        # Werkzeug's default is scrypt with a random salt.
+        self.password_hash = generate_password_hash(password)
+
+    def check_password(self, password: str) -> bool:
+        return check_password_hash(self.password_hash, password)
+
+
+class Survey(db.Model):
+    __tablename__ = "surveys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(80), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    introduction: Mapped[str] = mapped_column(Text, default="")
+    closing_message: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(10), default="open")
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    #: Simulated surveys (the demo) know the true rates their respondents were drawn from.
+    is_simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    owner: Mapped[User | None] = relationship(back_populates="surveys")
+    questions: Mapped[list[Question]] = relationship(
+        back_populates="survey", order_by="Question.position", cascade="all, delete-orphan"
+    )
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "open"
+
+    @property
+    def randomized_questions(self) -> list[Question]:
+        return [q for q in self.questions if q.is_randomized]
+
+    @property
+    def direct_questions(self) -> list[Question]:
+        return [q for q in self.questions if not q.is_randomized]
+
+
+class Question(db.Model):
+    __tablename__ = "questions"
+    __table_args__ = (UniqueConstraint("survey_id", "key"), UniqueConstraint("survey_id", "position"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    #: A short stable name, used in the API, the exports and the form field names.
+    key: Mapped[str] = mapped_column(String(40))
+    kind: Mapped[str] = mapped_column(String(10))
+    text: Mapped[str] = mapped_column(Text)
+    help_text: Mapped[str] = mapped_column(Text, default="")
+    required: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: For the demo only: the true shares the simulated respondents were drawn from.
+    simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+
+    survey: Mapped[Survey] = relationship(back_populates="questions")
+    options: Mapped[list[Option]] = relationship(
+        back_populates="question", order_by="Option.code", cascade="all, delete-orphan"
+    )
+    design: Mapped[Design | None] = relationship(
+        back_populates="question", uselist=False, cascade="all, delete-orphan"
+    )
+
+    @property
+    def is_randomized(self) -> bool:
+        return self.kind != "direct"
+
+    @property
+    def labels(self) -> list[str]:
+        return [o.label for o in self.options]
+
+    def mechanism(self) -> Mechanism | None:
+        """The frozen mechanism, rebuilt from (and checked against) the stored matrix."""
+        return None if self.design is None else self.design.mechanism()
+
+
+class Option(db.Model):
+    __tablename__ = "options"
+    __table_args__ = (UniqueConstraint("question_id", "code"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"))
+    #: The value reported and stored: 0..k-1, the row/column of the design's matrix.
+    code: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(200))
+
+    question: Mapped[Question] = relationship(back_populates="options")
+
+
+class Design(db.Model):
+    """A randomized question's mechanism, frozen when the survey was created open.
+
+    Both the parameters and the matrix are stored: the parameters to show and to re-create the
+    design, the matrix because it is what respondents' browsers sampled from. Loading checks that
+    the two still agree.
+    """
+
+    __tablename__ = "designs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), unique=True)
+    mechanism_name: Mapped[str] = mapped_column(String(40))
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON)
+    matrix: Mapped[list[list[float]]] = mapped_column(JSON)
+    #: None when ε is infinite (one-sided deniability).
+    epsilon: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    question: Mapped[Question] = relationship(back_populates="design")
+
+    @classmethod
+    def from_mechanism(cls, mechanism: Mechanism) -> Design:
+        spec = mechanism.to_dict()
+        return cls(
+            mechanism_name=mechanism.design,
+            parameters={k: v for k, v in spec.items() if k not in ("design", "labels", "matrix", "epsilon")},
+            matrix=spec["matrix"],
+            epsilon=spec["epsilon"],
+        )
+
+    def mechanism(self) -> Mechanism:
+        return mechanism_from_dict(
+            {
+                "design": self.mechanism_name,
+                **self.parameters,
+                "labels": self.question.labels,
+                "matrix": self.matrix,
+            }
+        )
+
+
+class Submission(db.Model):
+    """One respondent's submission: which survey and on what day. Nothing else, on purpose."""
+
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    submitted_on: Mapped[dt.date] = mapped_column(Date, default=today)
+
+    answers: Mapped[list[Answer]] = relationship(back_populates="submission", cascade="all, delete-orphan")
+
+
+class Answer(db.Model):
+    """A reported value: for a randomized question, the browser's random draw, never the truth."""
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        UniqueConstraint("submission_id", "question_id"),
+        Index("ix_answers_question_value", "question_id", "value"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"))
+    value: Mapped[int] = mapped_column(Integer)
+
+    submission: Mapped[Submission] = relationship(back_populates="answers")

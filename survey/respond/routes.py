@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import abort, current_app, jsonify, redirect, render_template, request, url_for
+from sqlalchemy import select
+
+from ..extensions import csrf, db
+from ..models import Survey
+from ..submissions import SubmissionError, record_submission
+from . import bp
+from .page import option_label, survey_page
+
+FIELD_PREFIX = "q_"
+
+
+def _survey_or_404(slug: str) -> Survey:
+    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    if survey is None or survey.status == "draft":
+        abort(404)
+    return survey
+
+
+@bp.app_template_filter("option_label")
+def _option_label(label: str) -> str:
+    return option_label(label)
+
+
+def _render_form(survey: Survey, error: str | None = None, status: int = 200):
+    if not survey.is_open:
+        return render_template("respond/closed.html", survey=survey), (409 if request.method == "POST" else 200)
+    return render_template("respond/survey.html", page=survey_page(survey), error=error), status
+
+
+@bp.get("/s/<slug>")
+def show(slug: str):
+    return _render_form(_survey_or_404(slug))
+
+
+@bp.post("/s/<slug>")
+def submit_form(slug: str):
+    """The form post: reported values only, in fields ``q_<question key>``."""
+    survey = _survey_or_404(slug)
+    answers: dict[str, Any] = {}
+    for name in request.form:
+        if name == "csrf_token":
+            continue
+        values = request.form.getlist(name)
+        if not name.startswith(FIELD_PREFIX):
+            return _render_form(survey, f"Unexpected field {name!r}: nothing was stored.", 400)
+        if len(values) > 1:
+            return _render_form(survey, f"Question {name[len(FIELD_PREFIX):]!r} was answered twice: nothing was stored.", 400)
+        answers[name[len(FIELD_PREFIX):]] = values[0]
+    try:
+        record_submission(db.session, survey, answers)
+    except SubmissionError as error:
+        return _render_form(survey, f"{error.message} Nothing was stored.", error.status)
+    return redirect(url_for("respond.thanks", slug=slug), code=303)
+
+
+@bp.get("/s/<slug>/thanks")
+def thanks(slug: str):
+    return render_template("respond/thanks.html", survey=_survey_or_404(slug))
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise SubmissionError(f"the key {key!r} appears twice in the JSON body")
+        seen[key] = value
+    return seen
+
+
+def _api_error(message: str, status: int):
+    return jsonify(error=message, status=status), status
+
+
+@bp.post("/api/surveys/<slug>/responses")
+@csrf.exempt  # no cookie is involved; JSON with this content type cannot be sent cross-site without CORS
+def submit_json(slug: str):
+    """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
+    survey = _survey_or_404(slug)
+    if not request.is_json:
+        return _api_error("send the answers as JSON with Content-Type: application/json", 415)
+    origin = request.headers.get("Origin")
+    if origin and origin.rstrip("/") != request.host_url.rstrip("/"):
+        return _api_error("submissions are accepted from this site's own pages only", 403)
+    raw = request.get_data(cache=False)
+    try:
+        body = json.loads(raw.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
+    except UnicodeDecodeError:
+        return _api_error("the body is not valid UTF-8", 400)
+    except json.JSONDecodeError as error:
+        return _api_error(f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", 400)
+    except SubmissionError as error:
+        return _api_error(error.message, 400)
+    if not isinstance(body, dict) or set(body) != {"answers"}:
+        return _api_error('the body must be an object with exactly one field, "answers"', 400)
+    try:
+        record_submission(db.session, survey, body["answers"])
+    except SubmissionError as error:
+        return _api_error(error.message, error.status)
+    current_app.logger.debug("submission stored")
+    return jsonify(status="stored", message="Thank you: your randomized answers were stored."), 201

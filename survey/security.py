@@ -1,0 +1,65 @@
+"""Security headers and error pages that say what went wrong in words a person can read."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "object-src 'none'",
+    ]
+)
+
+MESSAGES = {
+    400: "The request could not be understood.",
+    403: "You are not allowed to do that.",
+    404: "There is nothing here.",
+    405: "That method is not allowed here.",
+    409: "That conflicts with the current state.",
+    413: "The request is too large: a survey submission is never this big.",
+    415: "Send JSON with the header Content-Type: application/json.",
+}
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def error_response(status: int, message: str) -> tuple[Response | str, int]:
+    if wants_json():
+        return jsonify(error=message, status=status), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def init_app(app: Flask) -> None:
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+        return response
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(error: CSRFError):
+        return error_response(400, f"The form expired or was not sent from this site ({error.description}). "
+                              "Reload the page and try again.")
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        status = error.code or 500
+        message = MESSAGES.get(status, error.description or "Something went wrong.")
+        if status == 400 and error.description and "browser (or proxy)" not in error.description:
+            message = error.description
+        return error_response(status, message)

@@ -1,0 +1,80 @@
+"""Plain words for what a design does to an answer and what its ε means to a respondent.
+
+Every figure in these sentences comes from the privacy core (the matrix, ε, the posterior bounds),
+so the page can never promise more than the mechanism delivers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from survey.privacy import Mechanism, mechanism_posterior_bounds
+
+
+def percent(x: float) -> str:
+    """62%, 0.5%, 99.9%: whole percents unless that would round a real chance to 0 or 100."""
+    value = 100 * x
+    if value == 0 or value == 100 or 1 <= value <= 99:
+        return f"{value:.0f}%"
+    return f"{value:.1f}%"
+
+
+def epsilon_text(epsilon: float | None) -> str:
+    if epsilon is None or math.isinf(epsilon):
+        return "∞"
+    return f"{epsilon:.2f}"
+
+
+def describe_design(mechanism: Mechanism) -> str:
+    """What the respondent's browser does with their answer, in one or two sentences."""
+    params = mechanism.parameters
+    name = mechanism.design
+    if name in ("coin_flip", "unrelated_question"):
+        p = params.get("truth_probability", params.get("sensitive_probability"))
+        f = params.get("yes_probability", params.get("unrelated_yes_rate"))
+        return (
+            f"Before anything is sent, your browser flips a virtual coin: {percent(p)} of the time it sends "
+            f"your answer; otherwise it sends “yes” with a chance of {percent(f)} and “no” otherwise, "
+            "whatever you answered."
+        )
+    if name == "warner":
+        p = params["p"]
+        return (
+            f"Before anything is sent, your browser sends your answer {percent(p)} of the time and the "
+            f"opposite answer {percent(1 - p)} of the time."
+        )
+    if name == "grr":
+        p = mechanism.truth_probability
+        others = mechanism.k - 1
+        return (
+            f"Before anything is sent, your browser keeps your answer {percent(p)} of the time; otherwise it "
+            f"sends one of the other {others} option{'s' if others > 1 else ''}, picked at random."
+        )
+    if name == "forced_response":
+        return (
+            f"Before anything is sent, your browser keeps your answer {percent(mechanism.truth_probability)} "
+            "of the time; otherwise it sends an option drawn at random with fixed chances."
+        )
+    return "Before anything is sent, your browser replaces your answer by a random draw that depends on it."
+
+
+def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
+    """“Someone who was 50% sure you answered yes can become at most 75% sure.”"""
+    if mechanism.k == 2 and mechanism.labels == ("yes", "no"):
+        low_yes, high_yes = mechanism_posterior_bounds(mechanism, prior, 0)
+        if high_yes >= 1.0 - 1e-12:
+            return (
+                "Warning: one answer is not protected. Some of what your browser sends can only come from "
+                "a “yes”, so this question only protects a “no” (or the other way round)."
+            )
+        return (
+            f"Someone who was {percent(prior)} sure you would answer “yes” can, after seeing what is sent, "
+            f"become at most {percent(high_yes)} sure (and at least {percent(low_yes)})."
+        )
+    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    if high >= 1.0 - 1e-12:
+        return "Warning: some options are not protected: what is sent can reveal them."
+    return (
+        f"Someone who was {percent(prior)} sure which option you would pick can, after seeing what is sent, "
+        f"become at most {percent(high)} sure."
+    )

@@ -1,0 +1,143 @@
+"""Fixtures: the app on a real database (SQLite, and PostgreSQL when TEST_DATABASE_URL is set).
+
+PostgreSQL tests run in a schema of their own, so that two test runs on one server (a developer's
+and CI's) cannot drop each other's tables.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from survey import create_app
+from survey.extensions import db
+from survey.models import User
+
+PG_URL = os.environ.get("TEST_DATABASE_URL")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+
+
+def _pg_url() -> str:
+    from survey.config import normalize_database_url
+
+    return normalize_database_url(PG_URL or "")
+
+
+@pytest.fixture(scope="session")
+def pg_schema():
+    """A private PostgreSQL schema for this test session, dropped at the end."""
+    if not PG_URL:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    schema = f"test_{uuid.uuid4().hex[:10]}"
+    engine = create_engine(_pg_url())
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield schema
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    engine.dispose()
+
+
+def make_config(backend: str, tmp_path, request) -> dict:
+    config = {
+        "TESTING": True,
+        "SECRET_KEY": "test-secret",
+        "WTF_CSRF_ENABLED": False,
+    }
+    if backend == "sqlite":
+        config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{tmp_path / 'test.sqlite'}"
+    else:
+        schema = request.getfixturevalue("pg_schema")
+        config["SQLALCHEMY_DATABASE_URI"] = _pg_url()
+        config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"options": f"-csearch_path={schema}"}}
+    return config
+
+
+@pytest.fixture(params=BACKENDS)
+def app(request, tmp_path):
+    app = create_app(make_config(request.param, tmp_path, request))
+    with app.app_context():
+        db.drop_all()
+        db.create_all()
+    yield app
+    with app.app_context():
+        db.session.remove()
+        db.drop_all()
+        db.engine.dispose()
+
+
+@pytest.fixture
+def csrf_app(tmp_path, request):
+    """SQLite app with CSRF protection on, as in production."""
+    config = make_config("sqlite", tmp_path, request)
+    config["WTF_CSRF_ENABLED"] = True
+    app = create_app(config)
+    with app.app_context():
+        db.create_all()
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def user(app):
+    with app.app_context():
+        u = User(username="alice")
+        u.set_password("correct horse battery")
+        db.session.add(u)
+        db.session.commit()
+        return u.id
+
+
+@pytest.fixture
+def signed_in(client, user):
+    response = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
+    assert response.status_code == 302
+    return client
+
+
+SMALL_SPEC = {
+    "title": "Small test survey",
+    "slug": "small-test",
+    "introduction": "For tests.",
+    "questions": [
+        {
+            "key": "drugs",
+            "kind": "yes_no",
+            "text": "Have you used drugs?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+        },
+        {"key": "mirror", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": 0.75}},
+        {
+            "key": "often",
+            "kind": "choice",
+            "text": "How often?",
+            "options": ["never", "sometimes", "often", "always"],
+            "privacy": {"design": "grr", "epsilon": 1.0},
+        },
+        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
+    ],
+}
+
+
+@pytest.fixture
+def small_survey(app):
+    from survey.specs import create_survey_from_spec
+
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        return survey.slug
