@@ -1,31 +1,63 @@
-# The commands the README gives. Each target installs what it needs into .venv first.
+# The commands the README gives. Each target installs what it needs first, so that a fresh
+# machine needs nothing but Python 3.11+, make, npm and (for the browser tests) apt.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+FLASK := $(BIN)/flask --app survey
+HOST ?= 127.0.0.1
+PORT ?= 5000
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: test lint bench clean
+.PHONY: run test lint bench chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	touch $@ $(VENV)/.installed
 
 $(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $@ $(VENV)/.installed $(VENV)/.test-installed
+
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --silent
 	touch $@
+
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		echo "Installing Debian's chromium for the browser tests..."; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+run: $(VENV)/.installed
+	$(FLASK) init-db
+	$(FLASK) demo --if-empty --host http://$(HOST):$(PORT)
+	@echo ""
+	@echo "Serving on http://$(HOST):$(PORT)  (Ctrl+C to stop)"
+	@echo "  Respondent page:  http://$(HOST):$(PORT)/s/health-and-habits"
+	@echo "  Results:          http://$(HOST):$(PORT)/surveys/health-and-habits/results"
+	@echo "  Sign in as 'demo' with password 'demo-password'."
+	@echo ""
+	$(FLASK) run --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check survey tests benchmarks
 	$(BIN)/ruff format --check survey tests benchmarks
 
-test: lint
+test: lint chromium node_modules/.installed
 	$(BIN)/python -m pytest survey tests
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,62 @@
+"""Sign-in, sign-out, and what needs a signed-in user."""
+
+import re
+
+from survey.extensions import db
+from survey.models import User
+
+
+def test_sign_in_and_out(client, user):
+    page = client.get("/auth/login")
+    assert page.status_code == 200 and "<label" in page.get_data(as_text=True)
+    wrong = client.post("/auth/login", data={"username": "alice", "password": "nope"})
+    assert wrong.status_code == 401 and "Wrong username or password" in wrong.get_data(as_text=True)
+    ok = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
+    assert ok.status_code == 302
+    assert "Signed in as alice" in client.get("/").get_data(as_text=True)
+    out = client.post("/auth/logout")
+    assert out.status_code == 302
+    assert "Sign in" in client.get("/").get_data(as_text=True)
+
+
+def test_next_only_redirects_within_the_site(client, user):
+    data = {"username": "alice", "password": "correct horse battery"}
+    evil = client.post("/auth/login?next=https://evil.example/phish", data=data)
+    assert evil.headers["Location"] == "/"
+    client.post("/auth/logout")
+    evil2 = client.post("/auth/login?next=//evil.example", data=data)
+    assert evil2.headers["Location"] == "/"
+    client.post("/auth/logout")
+    fine = client.post("/auth/login?next=/surveys/x/results", data=data)
+    assert fine.headers["Location"] == "/surveys/x/results"
+
+
+def test_passwords_are_hashed(app, user):
+    with app.app_context():
+        stored = db.session.get(User, user)
+        assert "correct horse" not in stored.password_hash
+        assert stored.password_hash.startswith("scrypt:")
+
+
+def test_login_form_needs_csrf(csrf_app):
+    with csrf_app.app_context():
+        u = User(username="alice")
+        u.set_password("correct horse battery")
+        db.session.add(u)
+        db.session.commit()
+    client = csrf_app.test_client()
+    refused = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
+    assert refused.status_code == 400
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/auth/login").get_data(as_text=True))
+    assert token
+    ok = client.post(
+        "/auth/login", data={"username": "alice", "password": "correct horse battery", "csrf_token": token.group(1)}
+    )
+    assert ok.status_code == 302
+
+
+def test_security_headers(client):
+    response = client.get("/")
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["Referrer-Policy"] == "no-referrer"

@@ -1,0 +1,201 @@
+"""The respondent's routes over HTTP: the page, the form post, the JSON API, and every way to get it wrong."""
+
+import json
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from survey.extensions import db
+from survey.models import Answer, Submission, Survey
+
+GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
+
+
+def rows(app) -> tuple[int, int]:
+    with app.app_context():
+        return (
+            db.session.scalar(select(func.count()).select_from(Submission)),
+            db.session.scalar(select(func.count()).select_from(Answer)),
+        )
+
+
+def post_json(client, body, slug="small-test", **kwargs):
+    return client.post(f"/api/surveys/{slug}/responses", json=body, **kwargs)
+
+
+def test_page_explains_each_question(client, small_survey):
+    response = client.get("/s/small-test")
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "<fieldset" in html and "<legend>" in html
+    # ε of each randomized question, the total, and the deniability bound in words
+    assert "ε = 1.10" in html and "ε = 1.00" in html
+    assert "ε = 3.20" in html  # ln 3 + ln 3 + 1
+    assert "50% sure you would answer “yes”" in html and "at most 75% sure" in html
+    assert "Asked directly" in html and "Not protected" in html
+    assert "This survey needs JavaScript" in html  # the noscript explanation
+    # true answers have no name; only the reported fields (and direct answers) do
+    names = set(re.findall(r'<input[^>]* name="([^"]+)"', html))
+    assert names == {"csrf_token", "q_drugs", "q_mirror", "q_often", "q_age"}
+    for key in ("drugs", "mirror", "often"):
+        assert re.search(rf'<input type="hidden" name="q_{key}" value="" data-reported-for="{key}" disabled>', html)
+    # the page carries the matrix columns the browser samples from
+    columns = re.search(r'id="question-drugs"[^>]*data-columns="([^"]+)"', html).group(1)
+    assert json.loads(columns.replace("&#34;", '"')) == [[0.75, 0.25], [0.25, 0.75]]
+    assert "<script>" not in html and "onclick" not in html  # no inline scripts
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+def test_json_submission_is_stored(app, client, small_survey):
+    response = post_json(client, {"answers": GOOD})
+    assert response.status_code == 201
+    assert response.json["status"] == "stored"
+    assert rows(app) == (1, 4)
+    with app.app_context():
+        stored = {a.question_id: a.value for a in db.session.scalars(select(Answer))}
+        survey = db.session.scalar(select(Survey))
+        assert {q.key: stored[q.id] for q in survey.questions} == GOOD
+
+
+def test_optional_question_may_be_skipped(app, client, small_survey):
+    answers = {k: v for k, v in GOOD.items() if k != "age"}
+    assert post_json(client, {"answers": answers}).status_code == 201
+    assert rows(app) == (1, 3)
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"answers": {**GOOD, "unknown": 1}}, 400, "unknown question 'unknown'"),
+        ({"answers": {**GOOD, "drugs": 2}}, 400, "question 'drugs': 2 is not one of its option codes 0 to 1"),
+        ({"answers": {**GOOD, "often": -1}}, 400, "question 'often': -1 is not one of its option codes"),
+        ({"answers": {**GOOD, "often": 1.5}}, 400, "question 'often': the answer must be an option code"),
+        ({"answers": {**GOOD, "drugs": True}}, 400, "not True"),
+        ({"answers": {**GOOD, "drugs": [1]}}, 400, "must be an option code"),
+        ({"answers": {**GOOD, "drugs": {"v": 1}}}, 400, "must be an option code"),
+        ({"answers": {k: v for k, v in GOOD.items() if k != "mirror"}}, 400, "question 'mirror' is required"),
+        ({"answers": {}}, 400, "is required"),
+        ({"answers": [1, 0, 3]}, 400, "answers must be an object"),
+        ({"answers": GOOD, "extra": 1}, 400, 'exactly one field, "answers"'),
+        ({"responses": GOOD}, 400, 'exactly one field, "answers"'),
+        ([GOOD], 400, 'exactly one field, "answers"'),
+        ("yes", 400, 'exactly one field, "answers"'),
+    ],
+)
+def test_malformed_json_is_refused_and_writes_nothing(app, client, small_survey, body, status, message):
+    response = post_json(client, body)
+    assert response.status_code == status
+    assert message in response.json["error"]
+    assert rows(app) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "data, content_type, status, message",
+    [
+        (b'{"answers": {"drugs": 1, "drugs": 0, "mirror": 0, "often": 1}}', "application/json", 400, "appears twice"),
+        (b'{"answers": {"drugs": 1,', "application/json", 400, "not valid JSON"),
+        (b'{"answers": {"drugs": "\xff"}}', "application/json", 400, "not valid UTF-8"),
+        (b"", "application/json", 400, "not valid JSON"),
+        (b"answers=1", "application/x-www-form-urlencoded", 415, "Content-Type: application/json"),
+        (b'{"answers": {}}', "text/plain", 415, "Content-Type: application/json"),
+    ],
+)
+def test_malformed_bodies_are_refused(app, client, small_survey, data, content_type, status, message):
+    response = client.post("/api/surveys/small-test/responses", data=data, content_type=content_type)
+    assert response.status_code == status
+    assert message in response.json["error"]
+    assert rows(app) == (0, 0)
+
+
+def test_oversized_body_is_refused(app, client, small_survey):
+    padding = "x" * (200 * 1024)
+    response = post_json(client, {"answers": {**GOOD, "pad": padding}})
+    assert response.status_code == 413
+    assert "too large" in response.json["error"]
+    assert rows(app) == (0, 0)
+
+
+def test_cross_site_origin_is_refused(app, client, small_survey):
+    response = post_json(client, {"answers": GOOD}, headers={"Origin": "https://evil.example"})
+    assert response.status_code == 403
+    assert rows(app) == (0, 0)
+    assert post_json(client, {"answers": GOOD}, headers={"Origin": "http://localhost"}).status_code == 201
+
+
+def test_unknown_closed_and_draft_surveys(app, client, small_survey):
+    assert post_json(client, {"answers": GOOD}, slug="nope").status_code == 404
+    assert client.get("/s/nope").status_code == 404
+    with app.app_context():
+        survey = db.session.scalar(select(Survey))
+        survey.status = "closed"
+        db.session.commit()
+    closed = post_json(client, {"answers": GOOD})
+    assert closed.status_code == 409 and "closed" in closed.json["error"]
+    page = client.get("/s/small-test")
+    assert page.status_code == 200 and "This survey is closed" in page.get_data(as_text=True)
+    form = client.post("/s/small-test", data={f"q_{k}": v for k, v in GOOD.items()})
+    assert form.status_code == 409 and "closed" in form.get_data(as_text=True)
+    with app.app_context():
+        db.session.scalar(select(Survey)).status = "draft"
+        db.session.commit()
+    assert client.get("/s/small-test").status_code == 404
+    assert rows(app) == (0, 0)
+
+
+def test_form_post_stores_and_thanks(app, client, small_survey):
+    response = client.post("/s/small-test", data={f"q_{k}": str(v) for k, v in GOOD.items()})
+    assert response.status_code == 303
+    assert response.headers["Location"].endswith("/s/small-test/thanks")
+    thanks = client.get("/s/small-test/thanks")
+    assert thanks.status_code == 200 and "Thank you" in thanks.get_data(as_text=True)
+    assert rows(app) == (1, 4)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"q_drugs": "1", "q_mirror": "0", "q_often": "9"}, "9 is not one of its option codes"),
+        ({"q_drugs": "1", "q_mirror": "0"}, "question &#39;often&#39; is required"),
+        ({"q_drugs": "yes", "q_mirror": "0", "q_often": "1"}, "must be an option code"),
+        ({"q_drugs": "1", "q_mirror": "0", "q_often": "1", "truth-drugs": "0"}, "Unexpected field"),
+        ({"q_drugs": ["1", "0"], "q_mirror": "0", "q_often": "1"}, "answered twice"),
+        ({"q_drugs": "1", "q_mirror": "0", "q_often": "1", "q_zzz": "1"}, "unknown question"),
+    ],
+)
+def test_malformed_form_posts_show_the_problem_and_write_nothing(app, client, small_survey, data, message):
+    response = client.post("/s/small-test", data=data)
+    assert response.status_code == 400
+    html = response.get_data(as_text=True)
+    assert message in html and "Nothing was stored" in html
+    assert 'role="alert"' in html
+    assert rows(app) == (0, 0)
+
+
+def test_form_post_needs_csrf_token(csrf_app):
+    from survey.specs import create_survey_from_spec
+
+    from .conftest import SMALL_SPEC
+
+    with csrf_app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+    client = csrf_app.test_client()
+    response = client.post("/s/small-test", data={f"q_{k}": str(v) for k, v in GOOD.items()})
+    assert response.status_code == 400 and "Reload the page" in response.get_data(as_text=True)
+    page = client.get("/s/small-test").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    ok = client.post("/s/small-test", data={"csrf_token": token, **{f"q_{k}": str(v) for k, v in GOOD.items()}})
+    assert ok.status_code == 303
+    # the JSON API needs no cookie and no token, but only same-origin or origin-less requests
+    assert client.post("/api/surveys/small-test/responses", json={"answers": GOOD}).status_code == 201
+
+
+def test_submission_row_holds_nothing_identifying(app, client, small_survey):
+    post_json(client, {"answers": GOOD}, headers={"User-Agent": "Secret-Agent/1.0", "X-Forwarded-For": "203.0.113.9"})
+    with app.app_context():
+        columns = {c.name for c in Submission.__table__.columns}
+        assert columns == {"id", "survey_id", "submitted_on"}
+        assert {c.name for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
+        stored = db.session.scalar(select(Submission))
+        assert type(stored.submitted_on).__name__ == "date"

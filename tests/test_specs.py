@@ -1,0 +1,185 @@
+"""Surveys from a spec: the one creation path, its validation, and the CLI commands around it."""
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from survey.extensions import db
+from survey.models import Answer, Design, Question, Submission, Survey, User
+from survey.privacy import CoinFlip, GeneralizedRR, Warner
+from survey.specs import SpecError, create_survey_from_spec, survey_to_spec
+
+from .conftest import SMALL_SPEC
+
+
+def _count(model) -> int:
+    return db.session.scalar(select(func.count()).select_from(model))
+
+
+def test_spec_creates_questions_options_and_frozen_designs(app):
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        assert survey.slug == "small-test" and survey.status == "open"
+        kinds = [q.kind for q in survey.questions]
+        assert kinds == ["yes_no", "yes_no", "choice", "direct"]
+        drugs, mirror, often, age = survey.questions
+        assert drugs.mechanism() == CoinFlip(0.5, 0.5)
+        assert mirror.mechanism() == Warner(0.75)
+        assert often.mechanism() == GeneralizedRR(["never", "sometimes", "often", "always"], epsilon=1.0)
+        assert age.design is None and age.mechanism() is None and not age.required
+        assert drugs.design.epsilon == pytest.approx(math.log(3))
+        np.testing.assert_allclose(drugs.design.matrix, [[0.75, 0.25], [0.25, 0.75]])
+
+
+def test_round_trip_through_spec(app):
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        again = create_survey_from_spec(db.session, survey_to_spec(survey))
+        db.session.commit()
+        assert [q.mechanism() for q in again.questions] == [q.mechanism() for q in survey.questions]
+        assert [q.labels for q in again.questions] == [q.labels for q in survey.questions]
+
+
+def _with(path, value):
+    spec = copy.deepcopy(SMALL_SPEC)
+    target = spec
+    for step in path[:-1]:
+        target = target[step]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return spec
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ([], "must be a JSON object"),
+        (_with(["title"], ""), "survey, field 'title'"),
+        (_with(["questions"], []), "survey, field 'questions'"),
+        (_with(["colour"], "red"), "survey: unknown field 'colour'"),
+        (_with(["slug"], "Bad Slug!"), "field 'slug'"),
+        (_with(["questions", 0, "kind"], "essay"), "question 1 \\('drugs'\\), field 'kind'"),
+        (_with(["questions", 0, "text"], "  "), "question 1 \\('drugs'\\), field 'text'"),
+        (_with(["questions", 0, "privacy"], KeyError), "question 1 \\('drugs'\\), field 'privacy'"),
+        (
+            _with(["questions", 0, "privacy", "truth_probability"], 1.5),
+            "question 1 \\('drugs'\\), field 'privacy.truth_probability'.*between 0 and 1",
+        ),
+        (_with(["questions", 0, "privacy", "yes_probability"], "half"), "privacy.yes_probability': must be a number"),
+        (_with(["questions", 0, "privacy", "yes_probability"], KeyError), "privacy.yes_probability': is missing"),
+        (_with(["questions", 1, "privacy", "p"], 0.5), "question 2 \\('mirror'\\), field 'privacy.p'.*differ from 1/2"),
+        (_with(["questions", 2, "privacy", "epsilon"], 0), "question 3 \\('often'\\), field 'privacy.epsilon'"),
+        (_with(["questions", 2, "privacy"], {"design": "grr"}), "exactly one of 'epsilon' and 'truth_probability'"),
+        (_with(["questions", 2, "privacy", "design"], "warner"), "privacy.design': must be one of grr"),
+        (_with(["questions", 2, "options"], ["only one"]), "question 3 \\('often'\\), field 'options'"),
+        (_with(["questions", 2, "options"], ["a", "a", "b", "c"]), "options must be distinct"),
+        (_with(["questions", 3, "privacy"], {"design": "grr", "epsilon": 1}), "direct question is asked plainly"),
+        (_with(["questions", 3, "key"], "drugs"), "question 4 \\('drugs'\\), field 'key'.*earlier question"),
+        (_with(["questions", 3, "key"], "Age Group"), "field 'key'"),
+        (_with(["questions", 0, "required"], "yes"), "field 'required'"),
+        (
+            _with(["questions", 0, "privacy", "yes_probability"], 1.0),
+            "ε = ∞.*allow_one_sided",
+        ),
+        (
+            _with(["questions", 0, "privacy", "truth_probability"], 1.0),
+            "protects nothing.*direct",
+        ),
+    ],
+)
+def test_bad_specs_are_refused_whole_and_name_the_field(app, spec, message):
+    with app.app_context():
+        with pytest.raises(SpecError, match=message):
+            create_survey_from_spec(db.session, spec)
+        db.session.rollback()
+        assert _count(Survey) == _count(Question) == _count(Design) == 0
+
+
+def test_one_sided_design_needs_explicit_consent(app):
+    spec = _with(["questions", 0, "privacy", "yes_probability"], 1.0)
+    spec["questions"][0]["privacy"]["allow_one_sided"] = True
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, spec)
+        db.session.commit()
+        assert survey.questions[0].design.epsilon is None
+        assert math.isinf(survey.questions[0].mechanism().epsilon)
+
+
+def test_slug_taken_and_generated(app):
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        with pytest.raises(SpecError, match="already taken"):
+            create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.rollback()
+        spec = dict(SMALL_SPEC, title="Drugs & Work: 2026!")
+        del spec["slug"]
+        survey = create_survey_from_spec(db.session, spec)
+        assert survey.slug.startswith("drugs-work-2026-")
+
+
+def test_import_survey_command(app, runner, tmp_path):
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(SMALL_SPEC), encoding="utf-8")
+    result = runner.invoke(args=["import-survey", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "/s/small-test" in result.output and "/surveys/small-test/results" in result.output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_with(["questions", 2, "privacy", "epsilon"], -1)), encoding="utf-8")
+    result = runner.invoke(args=["import-survey", str(bad)])
+    assert result.exit_code != 0
+    assert "question 3 ('often'), field 'privacy.epsilon'" in result.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = runner.invoke(args=["import-survey", str(broken)])
+    assert result.exit_code != 0 and "not valid JSON" in result.output
+    with app.app_context():
+        assert _count(Survey) == 1
+
+
+def test_demo_command_creates_simulated_respondents(app, runner):
+    result = runner.invoke(args=["demo", "--respondents", "400"])
+    assert result.exit_code == 0, result.output
+    assert "/s/health-and-habits" in result.output and "demo-password" in result.output
+    with app.app_context():
+        assert _count(Submission) == 400
+        survey = db.session.scalar(select(Survey))
+        assert survey.is_simulated and len(survey.randomized_questions) == 5
+        assert any(q.kind == "choice" and 4 <= len(q.options) <= 6 for q in survey.questions)
+        assert _count(Answer) == 400 * len(survey.questions)
+    again = runner.invoke(args=["demo", "--if-empty"])
+    assert "already has surveys" in again.output
+
+
+def test_demo_reports_are_randomized_by_the_stored_mechanism(app):
+    """At 20,000 respondents the reported yes-share matches Q·truth, not the truth itself."""
+    from survey.demo import create_demo
+    from survey.tallies import reported_counts
+
+    with app.app_context():
+        survey = create_demo(db.session, 20_000)
+        counts = reported_counts(db.session, survey)
+        cannabis = survey.questions[0]
+        expected = cannabis.mechanism().matrix @ cannabis.simulated_truth
+        observed = counts[cannabis.id] / counts[cannabis.id].sum()
+        assert observed[0] == pytest.approx(expected[0], abs=0.015)
+        assert abs(observed[0] - cannabis.simulated_truth[0]) > 0.1
+
+
+def test_create_user_command(app, runner):
+    result = runner.invoke(args=["create-user", "bob", "--password", "s3cret-enough"])
+    assert result.exit_code == 0, result.output
+    with app.app_context():
+        user = db.session.scalar(select(User).where(User.username == "bob"))
+        assert user.password_hash.startswith(("scrypt:", "pbkdf2:")) and "s3cret" not in user.password_hash
+        assert user.check_password("s3cret-enough")
+    assert runner.invoke(args=["create-user", "bob", "--password", "another-one"]).exit_code != 0
+    assert runner.invoke(args=["create-user", "carol", "--password", "short"]).exit_code != 0
