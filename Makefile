@@ -54,7 +54,7 @@ lint: $(VENV)/.test-installed
 	$(BIN)/ruff format --check survey tests benchmarks
 
 test: lint chromium node_modules/.installed
-	$(BIN)/python -m pytest survey tests
+	$(BIN)/python -m pytest survey tests README.md
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md

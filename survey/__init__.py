@@ -16,7 +16,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     """Build the Flask application: config, extensions, blueprints, CLI commands."""
     from flask import Flask
 
-    from . import cli, config, security
+    from . import cli, config, logs, security
     from .auth import bp as auth_bp
     from .extensions import csrf, db, login_manager
     from .models import User
@@ -52,5 +52,6 @@ def create_app(test_config: dict[str, Any] | None = None):
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)
     security.init_app(app)
+    logs.init_app()
     cli.register(app)
     return app

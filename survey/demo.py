@@ -100,12 +100,11 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
         reported[q.id] = truth if mechanism is None else mechanism.randomize(truth, rng)
     start = dt.date.today() - dt.timedelta(days=13)
     days = rng.integers(0, 14, size=respondents)
-    first_id = (session.scalar(select(Submission.id).order_by(Submission.id.desc()).limit(1)) or 0) + 1
-    ids = range(first_id, first_id + respondents)
-    session.execute(
-        insert(Submission),
-        [{"id": i, "survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for i, d in zip(ids, days)],
-    )
+    # RETURNING, not explicit ids: on PostgreSQL explicit ids would leave the id sequence behind.
+    ids = session.scalars(
+        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
+        [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
+    ).all()
     session.execute(
         insert(Answer),
         [

@@ -97,9 +97,7 @@ class Question(db.Model):
     options: Mapped[list[Option]] = relationship(
         back_populates="question", order_by="Option.code", cascade="all, delete-orphan"
     )
-    design: Mapped[Design | None] = relationship(
-        back_populates="question", uselist=False, cascade="all, delete-orphan"
-    )
+    design: Mapped[Design | None] = relationship(back_populates="question", uselist=False, cascade="all, delete-orphan")
 
     @property
     def is_randomized(self) -> bool:

@@ -53,8 +53,10 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):
-        return error_response(400, f"The form expired or was not sent from this site ({error.description}). "
-                              "Reload the page and try again.")
+        return error_response(
+            400,
+            f"The form expired or was not sent from this site ({error.description}). Reload the page and try again.",
+        )
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

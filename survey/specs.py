@@ -36,6 +36,8 @@ PRIVACY_FIELDS = {
 }
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{2,79}$")
+#: Microdata columns that precede the question columns (survey.exports.MICRODATA_FIXED_COLUMNS).
+RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
 MAX_OPTIONS = 50
 
@@ -115,6 +117,8 @@ def _question(raw: Any, index: int, seen_keys: set[str]) -> Question:
         raise SpecError(
             f"{where}, field 'key': must start with a lowercase letter and use only a-z, 0-9 and _ (up to 40)"
         )
+    if key in RESERVED_KEYS:
+        raise SpecError(f"{where}, field 'key': {key!r} is reserved for a column of the microdata export")
     if key in seen_keys:
         raise SpecError(f"{where}, field 'key': {key!r} is used by an earlier question")
     seen_keys.add(key)
@@ -140,7 +144,12 @@ def _question(raw: Any, index: int, seen_keys: set[str]) -> Question:
             raise SpecError(f"{where}, field 'options': options must be distinct")
 
     question = Question(
-        position=index, key=key, kind=kind, text=text, help_text=help_text, required=required,
+        position=index,
+        key=key,
+        kind=kind,
+        text=text,
+        help_text=help_text,
+        required=required,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
     if kind == "direct":
@@ -199,8 +208,13 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     else:
         slug = _slug(session, title)
     survey = Survey(
-        slug=slug, title=title, introduction=introduction, closing_message=closing, status=status,
-        owner=owner, questions=questions,
+        slug=slug,
+        title=title,
+        introduction=introduction,
+        closing_message=closing,
+        status=status,
+        owner=owner,
+        questions=questions,
         is_simulated=any(q.simulated_truth is not None for q in questions),
     )
     session.add(survey)

@@ -47,7 +47,9 @@ def test_login_form_needs_csrf(csrf_app):
     client = csrf_app.test_client()
     refused = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
     assert refused.status_code == 400
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/auth/login").get_data(as_text=True))
+    token = re.search(
+        r'name="csrf_token" type="hidden" value="([^"]+)"', client.get("/auth/login").get_data(as_text=True)
+    )
     assert token
     ok = client.post(
         "/auth/login", data={"username": "alice", "password": "correct horse battery", "csrf_token": token.group(1)}

@@ -59,7 +59,12 @@ MORE_DESIGNS = {
             "key": "onesided",
             "kind": "yes_no",
             "text": "One-sided?",
-            "privacy": {"design": "coin_flip", "truth_probability": 0.6, "yes_probability": 1.0, "allow_one_sided": True},
+            "privacy": {
+                "design": "coin_flip",
+                "truth_probability": 0.6,
+                "yes_probability": 1.0,
+                "allow_one_sided": True,
+            },
         },
     ],
 }
@@ -144,7 +149,9 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == "health-and-habits"))
         last = db.session.scalar(select(Submission).order_by(Submission.id.desc()))
-        stored = {a.question_id: a.value for a in db.session.scalars(select(Answer).where(Answer.submission_id == last.id))}
+        stored = {
+            a.question_id: a.value for a in db.session.scalars(select(Answer).where(Answer.submission_id == last.id))
+        }
         assert {q.key: stored[q.id] for q in survey.questions} == posted
         for q in survey.questions:
             assert 0 <= posted[q.key] < len(q.options)

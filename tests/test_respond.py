@@ -199,3 +199,21 @@ def test_submission_row_holds_nothing_identifying(app, client, small_survey):
         assert {c.name for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
         stored = db.session.scalar(select(Submission))
         assert type(stored.submitted_on).__name__ == "date"
+
+
+def test_request_log_carries_no_client_address(caplog):
+    import logging
+
+    from survey.logs import DropClientAddress
+
+    record = logging.LogRecord(
+        "werkzeug",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - - [%s] "%s" %s -',
+        ("203.0.113.9", "22/Nov/2026 10:01:02", "POST /s/small-test HTTP/1.1", 303),
+        None,
+    )
+    DropClientAddress().filter(record)
+    assert record.getMessage() == '"POST /s/small-test HTTP/1.1" 303 -'

@@ -84,6 +84,7 @@ def _with(path, value):
         (_with(["questions", 3, "privacy"], {"design": "grr", "epsilon": 1}), "direct question is asked plainly"),
         (_with(["questions", 3, "key"], "drugs"), "question 4 \\('drugs'\\), field 'key'.*earlier question"),
         (_with(["questions", 3, "key"], "Age Group"), "field 'key'"),
+        (_with(["questions", 3, "key"], "submitted_on"), "reserved for a column of the microdata"),
         (_with(["questions", 0, "required"], "yes"), "field 'required'"),
         (
             _with(["questions", 0, "privacy", "yes_probability"], 1.0),
@@ -183,3 +184,23 @@ def test_create_user_command(app, runner):
         assert user.check_password("s3cret-enough")
     assert runner.invoke(args=["create-user", "bob", "--password", "another-one"]).exit_code != 0
     assert runner.invoke(args=["create-user", "carol", "--password", "short"]).exit_code != 0
+
+
+def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
+    """On PostgreSQL the demo's bulk insert must leave the id sequence where a new row can follow."""
+    from survey.demo import create_demo
+
+    with app.app_context():
+        create_demo(db.session, 50)
+    answers = {"cannabis": 0, "cheating": 1, "drink_driving": 1, "harassment": 0, "sedatives": 2, "age_group": 0}
+    response = client.post("/api/surveys/health-and-habits/responses", json={"answers": answers})
+    assert response.status_code == 201, response.json
+    with app.app_context():
+        assert _count(Submission) == 51
+
+
+def test_reserved_keys_match_the_microdata_columns():
+    from survey.exports import MICRODATA_FIXED_COLUMNS
+    from survey.specs import RESERVED_KEYS
+
+    assert set(MICRODATA_FIXED_COLUMNS) == RESERVED_KEYS

@@ -50,8 +50,10 @@ def submit_form(slug: str):
         if not name.startswith(FIELD_PREFIX):
             return _render_form(survey, f"Unexpected field {name!r}. Nothing was stored.", 400)
         if len(values) > 1:
-            return _render_form(survey, f"Question {name[len(FIELD_PREFIX):]!r} was answered twice. Nothing was stored.", 400)
-        answers[name[len(FIELD_PREFIX):]] = values[0]
+            return _render_form(
+                survey, f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored.", 400
+            )
+        answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
         record_submission(db.session, survey, answers)
     except SubmissionError as error:

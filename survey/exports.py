@@ -1,0 +1,284 @@
+"""What a researcher downloads: the estimates (CSV, JSON), the randomized microdata and its codebook.
+
+The estimates are exactly those of the results page: they come from :func:`survey.tallies.survey_results`
+(a GROUP BY and :func:`survey.privacy.estimate`), so a file can never disagree with the page. The
+microdata hold reported values only, the very codes the respondents' browsers sent; with the codebook's
+matrices they are enough to redo every estimate in R or Python. Every field is described in
+``docs/exports.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from .models import Answer, Question, Submission, Survey
+from .tallies import submission_count, survey_results, survey_total_epsilon
+
+#: The confidence level of every interval in the exports.
+LEVEL = 0.95
+
+ESTIMATE_COLUMNS = (
+    "survey_slug",
+    "question_key",
+    "question_text",
+    "kind",
+    "randomized",
+    "design",
+    "epsilon",
+    "n",
+    "option_code",
+    "option_label",
+    "reported_count",
+    "observed_share",
+    "unbiased",
+    "consistent",
+    "standard_error",
+    "ci_low",
+    "ci_high",
+    "interval_method",
+    "simulated_truth",
+)
+
+#: The microdata columns that precede one column per question key.
+MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
+
+#: Submissions per chunk of the streamed microdata: large enough to keep the overhead small, small
+#: enough that memory does not depend on the number of respondents.
+MICRODATA_CHUNK_ROWS = 500
+MICRODATA_BATCH_SIZE = 1000
+
+MATRIX_NOTE = (
+    "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
+    "rows are reported codes, columns are true codes, and every column sums to 1."
+)
+
+HOW_TO_ESTIMATE = {
+    "shares": (
+        "For one question, drop the empty cells of its column; n is the number left and "
+        "λ̂[r] = (number of cells holding code r) / n, for r = 0 .. k-1."
+    ),
+    "unbiased": "π̂ = Q⁻¹ λ̂ (solve Q π̂ = λ̂), with Q the question's design matrix.",
+    "covariance": "Cov(π̂) = Q⁻¹ (diag λ̂ − λ̂ λ̂ᵀ) Q⁻ᵀ / n; the standard errors are the square roots of its diagonal.",
+    "direct_questions": (
+        "A question asked directly has no design: its code is the answer itself (Q is the identity), so "
+        "the shares are the estimates. It is not protected and not part of total_epsilon."
+    ),
+    "consistent": (
+        "π̂ can fall below 0 or above 1. The consistent estimate of the estimates files is the "
+        "maximum-likelihood estimate over shares that are at least 0 and sum to 1; it equals π̂ when "
+        "no share of π̂ is negative."
+    ),
+}
+
+
+# -- estimates -------------------------------------------------------------------------------------
+
+
+def _epsilon_fields(epsilon: float) -> dict[str, Any]:
+    """JSON has no infinity: an infinite ε is null plus an explicit flag, never a silent null."""
+    infinite = math.isinf(epsilon)
+    return {"total_epsilon": None if infinite else epsilon, "total_epsilon_infinite": infinite}
+
+
+def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -> dict[str, Any]:
+    """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
+    return {
+        "survey": {
+            "slug": survey.slug,
+            "title": survey.title,
+            "status": survey.status,
+            "simulated": survey.is_simulated,
+            "submissions": submission_count(session, survey),
+        },
+        **_epsilon_fields(survey_total_epsilon(survey)),
+        "level": level,
+        "questions": [result.to_dict(level) for result in survey_results(session, survey)],
+    }
+
+
+def _number(value: float | None) -> str:
+    """``repr`` of a float is its shortest exact form: the file parses back to the very same numbers."""
+    return "" if value is None else repr(float(value))
+
+
+def _epsilon_cell(question: dict[str, Any]) -> str:
+    if not question["randomized"]:
+        return ""
+    return "inf" if question["epsilon_infinite"] else _number(question["epsilon"])
+
+
+def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterator[list[Any]]:
+    """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents."""
+    for q in questions:
+        design = q["design"]["design"] if q["design"] is not None else ""
+        for c in q["categories"]:
+            yield [
+                survey.slug,
+                q["key"],
+                q["text"],
+                q["kind"],
+                "true" if q["randomized"] else "false",
+                design,
+                _epsilon_cell(q),
+                q["n"],
+                c["code"],
+                c["label"],
+                c["reported"],
+                _number(c.get("observed_share")),
+                _number(c.get("unbiased")),
+                _number(c.get("proportion")),
+                _number(c.get("standard_error")),
+                _number(c.get("ci_low")),
+                _number(c.get("ci_high")),
+                c.get("interval_method", ""),
+                _number(c.get("simulated_truth")),
+            ]
+
+
+def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str:
+    """The estimates as CSV text (a few rows per question, so built whole rather than streamed)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(ESTIMATE_COLUMNS)
+    questions = [result.to_dict(level) for result in survey_results(session, survey)]
+    writer.writerows(estimate_rows(survey, questions))
+    return buffer.getvalue()
+
+
+# -- microdata -------------------------------------------------------------------------------------
+
+
+def microdata_columns(survey: Survey) -> list[str]:
+    """The header: fixed columns, then one per question key in survey order (the codebook's order)."""
+    return [*MICRODATA_FIXED_COLUMNS, *(q.key for q in survey.questions)]
+
+
+def microdata_csv(
+    session: Session,
+    survey: Survey,
+    *,
+    chunk_rows: int = MICRODATA_CHUNK_ROWS,
+    batch_size: int = MICRODATA_BATCH_SIZE,
+) -> Iterator[str]:
+    """The randomized microdata as CSV text chunks, one row per submission.
+
+    The answers are read in submission order with ``yield_per``, so the database hands them over in
+    batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
+    respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
+    """
+    position = {q.id: i for i, q in enumerate(survey.questions)}
+    header = microdata_columns(survey)
+    statement = (
+        select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
+        .join(Submission, Submission.id == Answer.submission_id)
+        .where(Submission.survey_id == survey.id)
+        .order_by(Answer.submission_id)
+        .execution_options(yield_per=batch_size)
+    )
+    return _microdata_chunks(session, statement, header, position, chunk_rows)
+
+
+def _microdata_chunks(
+    session: Session, statement: Select, header: list[str], position: dict[int, int], chunk_rows: int
+) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    yield _drain(buffer)
+    result = session.execute(statement)
+    try:
+        for number, (_, answers) in enumerate(groupby(result, key=itemgetter(0)), start=1):
+            writer.writerow(_microdata_row(number, list(answers), position))
+            if number % chunk_rows == 0:
+                yield _drain(buffer)
+    finally:
+        # Also when the client goes away mid-download: release the cursor at once.
+        result.close()
+    rest = _drain(buffer)
+    if rest:
+        yield rest
+
+
+def _microdata_row(number: int, answers: list[Any], position: dict[int, int]) -> list[Any]:
+    """One submission's answers (rows of one submission id) as a CSV row; unanswered cells stay empty."""
+    cells: list[Any] = [""] * len(position)
+    for _, _, question_id, value in answers:
+        cells[position[question_id]] = value
+    return [number, answers[0][1].isoformat(), *cells]
+
+
+def _drain(buffer: io.StringIO) -> str:
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate(0)
+    return text
+
+
+# -- codebook --------------------------------------------------------------------------------------
+
+
+def _design_entry(question: Question) -> dict[str, Any] | None:
+    """The frozen design as stored: the matrix the respondents' browsers sampled from."""
+    design = question.design
+    if design is None:
+        return None
+    return {
+        "name": design.mechanism_name,
+        "parameters": design.parameters,
+        "matrix": design.matrix,
+        "matrix_note": MATRIX_NOTE,
+        "epsilon": design.epsilon,
+        "epsilon_infinite": design.epsilon is None,
+    }
+
+
+def _codebook_question(question: Question) -> dict[str, Any]:
+    return {
+        "key": question.key,
+        "text": question.text,
+        "kind": question.kind,
+        "randomized": question.is_randomized,
+        "required": question.required,
+        "options": [{"code": o.code, "label": o.label} for o in question.options],
+        "design": _design_entry(question),
+        "simulated_truth": question.simulated_truth,
+    }
+
+
+def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = [
+        {"name": "submission", "type": "integer", "description": "Row number 1..N in the order stored."},
+        {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
+    ]
+    for q in survey.questions:
+        what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
+        columns.append(
+            {
+                "name": q.key,
+                "type": "integer or empty",
+                "question": q.key,
+                "description": f"The {what}; empty when the question was not answered.",
+            }
+        )
+    return columns
+
+
+def codebook(survey: Survey) -> dict[str, Any]:
+    """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
+    return {
+        "survey": {"slug": survey.slug, "title": survey.title, "status": survey.status},
+        "microdata_file": f"{survey.slug}-responses.csv",
+        "columns": _codebook_columns(survey),
+        "questions": [_codebook_question(q) for q in survey.questions],
+        **_epsilon_fields(survey_total_epsilon(survey)),
+        "how_to_estimate": HOW_TO_ESTIMATE,
+    }
