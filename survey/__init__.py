@@ -20,6 +20,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     from .auth import bp as auth_bp
     from .extensions import csrf, db, login_manager
     from .models import User
+    from .organize import bp as organize_bp
     from .respond import bp as respond_bp
     from .results import bp as results_bp
 
@@ -51,6 +52,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     app.register_blueprint(auth_bp)
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)
+    app.register_blueprint(organize_bp)
     security.init_app(app)
     logs.init_app()
     cli.register(app)

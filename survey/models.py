@@ -21,6 +21,8 @@ from .extensions import db
 
 KINDS = ("yes_no", "choice", "direct")
 STATUSES = ("draft", "open", "closed")
+ACCESS_MODES = ("link", "invitation")
+ROLES = ("organizer", "researcher")
 
 
 def today() -> dt.date:
@@ -36,6 +38,7 @@ class User(UserMixin, db.Model):
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
 
     surveys: Mapped[list[Survey]] = relationship(back_populates="owner")
+    memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
     def set_password(self, password: str) -> None:
         # Werkzeug's default is scrypt with a random salt.
@@ -58,15 +61,43 @@ class Survey(db.Model):
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
     #: Simulated surveys (the demo) know the true rates their respondents were drawn from.
     is_simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Optional first and last day on which an open survey accepts submissions.
+    opens_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    closes_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    #: The most total ε a respondent may spend; a survey over it cannot be opened.
+    epsilon_cap: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Planning figures the organizer works with (margins shown at this many respondents).
+    expected_respondents: Mapped[int] = mapped_column(Integer, default=1000)
+    target_margin: Mapped[float] = mapped_column(Float, default=0.05)
+    #: "link": anyone with the link may answer; "invitation": a single-use code is needed.
+    access: Mapped[str] = mapped_column(String(12), default="link")
 
     owner: Mapped[User | None] = relationship(back_populates="surveys")
     questions: Mapped[list[Question]] = relationship(
         back_populates="survey", order_by="Question.position", cascade="all, delete-orphan"
     )
+    memberships: Mapped[list[Membership]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+    invitations: Mapped[list[Invitation]] = relationship(back_populates="survey", cascade="all, delete-orphan")
 
     @property
     def is_open(self) -> bool:
         return self.status == "open"
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == "draft"
+
+    def accepting_on(self, day: dt.date) -> tuple[bool, str]:
+        """Whether a submission made on ``day`` is accepted, and if not, why (in words)."""
+        if self.status == "draft":
+            return False, "This survey is not published yet."
+        if self.status == "closed":
+            return False, "This survey is closed and no longer accepts answers."
+        if self.opens_on is not None and day < self.opens_on:
+            return False, f"This survey opens on {self.opens_on.isoformat()}."
+        if self.closes_on is not None and day > self.closes_on:
+            return False, f"This survey closed on {self.closes_on.isoformat()} and no longer accepts answers."
+        return True, ""
 
     @property
     def randomized_questions(self) -> list[Question]:
@@ -77,9 +108,41 @@ class Survey(db.Model):
         return [q for q in self.questions if not q.is_randomized]
 
 
+class Membership(db.Model):
+    """A user's role on a survey they do not own: co-organizer, or researcher (results only)."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("survey_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(12))
+
+    survey: Mapped[Survey] = relationship(back_populates="memberships")
+    user: Mapped[User] = relationship(back_populates="memberships")
+
+
+class Invitation(db.Model):
+    """A single-use code that admits one submission.
+
+    It records only *that* it was used: not when, and not which submission it admitted (the
+    submission row has no reference to it either), so codes cannot be lined up with responses.
+    """
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    code: Mapped[str] = mapped_column(String(40), unique=True)
+    used: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    survey: Mapped[Survey] = relationship(back_populates="invitations")
+
+
 class Question(db.Model):
     __tablename__ = "questions"
-    __table_args__ = (UniqueConstraint("survey_id", "key"), UniqueConstraint("survey_id", "position"))
+    __table_args__ = (UniqueConstraint("survey_id", "key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"))

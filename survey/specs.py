@@ -19,9 +19,20 @@ from sqlalchemy.orm import Session
 
 from survey.privacy import Mechanism, mechanism_from_dict
 
-from .models import KINDS, STATUSES, Design, Option, Question, Survey, User
+from .models import ACCESS_MODES, KINDS, STATUSES, Design, Option, Question, Survey, User
 
-SURVEY_FIELDS = {"title", "slug", "introduction", "closing_message", "status", "questions"}
+SURVEY_FIELDS = {
+    "title",
+    "slug",
+    "introduction",
+    "closing_message",
+    "status",
+    "questions",
+    "epsilon_cap",
+    "expected_respondents",
+    "target_margin",
+    "access",
+}
 QUESTION_FIELDS = {"key", "kind", "text", "help_text", "required", "options", "privacy", "simulated_truth"}
 DESIGNS_BY_KIND = {
     "yes_no": ("coin_flip", "warner", "unrelated_question", "grr"),
@@ -103,6 +114,11 @@ def build_mechanism(kind: str, labels: list[str], privacy: Any, where: str) -> M
             "one answer is deniable. Set 'allow_one_sided': true to accept that explicitly"
         )
     return mechanism
+
+
+def parse_question(raw: Any, index: int, seen_keys: set[str]) -> Question:
+    """One validated question (not yet added to any survey); the builder uses it too."""
+    return _question(raw, index, seen_keys)
 
 
 def _question(raw: Any, index: int, seen_keys: set[str]) -> Question:
@@ -194,9 +210,11 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     status = spec.get("status", "open")
     if status not in STATUSES:
         raise SpecError(f"survey, field 'status': must be one of {', '.join(STATUSES)}")
-    raw_questions = spec.get("questions")
-    if not isinstance(raw_questions, list) or not 1 <= len(raw_questions) <= MAX_QUESTIONS:
-        raise SpecError(f"survey, field 'questions': needs a list of 1 to {MAX_QUESTIONS} questions")
+    raw_questions = spec.get("questions", [] if status == "draft" else None)
+    least = 0 if status == "draft" else 1
+    if not isinstance(raw_questions, list) or not least <= len(raw_questions) <= MAX_QUESTIONS:
+        raise SpecError(f"survey, field 'questions': needs a list of {least} to {MAX_QUESTIONS} questions")
+    planning = parse_planning(spec)
     seen: set[str] = set()
     questions = [_question(raw, i, seen) for i, raw in enumerate(raw_questions)]
     slug = spec.get("slug")
@@ -216,9 +234,35 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
         owner=owner,
         questions=questions,
         is_simulated=any(q.simulated_truth is not None for q in questions),
+        **planning,
     )
     session.add(survey)
     return survey
+
+
+def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The survey-level planning and access fields of a spec, validated (absent ones are left out)."""
+    values: dict[str, Any] = {}
+    cap = spec.get("epsilon_cap")
+    if cap is not None:
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < math.inf:
+            raise SpecError("survey, field 'epsilon_cap': must be a number greater than 0, or left out for no cap")
+        values["epsilon_cap"] = float(cap)
+    if "expected_respondents" in spec:
+        n = spec["expected_respondents"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000_000:
+            raise SpecError("survey, field 'expected_respondents': must be a whole number from 1 to 100,000,000")
+        values["expected_respondents"] = n
+    if "target_margin" in spec:
+        m = spec["target_margin"]
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m < 1:
+            raise SpecError("survey, field 'target_margin': must be a share between 0 and 1, such as 0.05")
+        values["target_margin"] = float(m)
+    if "access" in spec:
+        if spec["access"] not in ACCESS_MODES:
+            raise SpecError(f"survey, field 'access': must be one of {', '.join(ACCESS_MODES)}")
+        values["access"] = spec["access"]
+    return values
 
 
 def survey_to_spec(survey: Survey) -> dict[str, Any]:
@@ -235,9 +279,15 @@ def survey_to_spec(survey: Survey) -> dict[str, Any]:
             if q.design.epsilon is None:
                 item["privacy"]["allow_one_sided"] = True
         questions.append(item)
-    return {
+    spec: dict[str, Any] = {
         "title": survey.title,
         "introduction": survey.introduction,
         "closing_message": survey.closing_message,
+        "expected_respondents": survey.expected_respondents,
+        "target_margin": survey.target_margin,
+        "access": survey.access,
         "questions": questions,
     }
+    if survey.epsilon_cap is not None:
+        spec["epsilon_cap"] = survey.epsilon_cap
+    return spec

@@ -12,7 +12,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from .models import Answer, Submission, Survey
+from .invitations import InvitationError, claim
+from .models import Answer, Submission, Survey, today
 
 
 class SubmissionError(ValueError):
@@ -36,10 +37,16 @@ def _code(value: Any, key: str, k: int) -> int:
     return value
 
 
+def check_accepting(survey: Survey) -> None:
+    """Raise SubmissionError (409) unless the survey accepts submissions today."""
+    accepting, reason = survey.accepting_on(today())
+    if not accepting:
+        raise SubmissionError(reason, status=409)
+
+
 def validate_answers(survey: Survey, answers: Mapping[str, Any]) -> dict[int, int]:
     """Map question id → reported code, or raise SubmissionError naming the first problem."""
-    if not survey.is_open:
-        raise SubmissionError("This survey is closed and no longer accepts answers.", status=409)
+    check_accepting(survey)
     if not isinstance(answers, Mapping):
         raise SubmissionError("answers must be an object mapping question keys to option codes")
     by_key = {q.key: q for q in survey.questions}
@@ -59,16 +66,27 @@ def validate_answers(survey: Survey, answers: Mapping[str, Any]) -> dict[int, in
     return values
 
 
-def record_submission(session: Session, survey: Survey, answers: Mapping[str, Any]) -> Submission:
-    """Validate and store one submission in a single transaction; commit on success."""
+def record_submission(
+    session: Session, survey: Survey, answers: Mapping[str, Any], invitation: str | None = None
+) -> Submission:
+    """Validate and store one submission in a single transaction; commit on success.
+
+    For a survey by invitation, ``invitation`` is claimed in the same transaction, so a code is
+    used up exactly when a submission is stored. Nothing links the two afterwards.
+    """
     values = validate_answers(survey, answers)
     submission = Submission(
         survey_id=survey.id,
         answers=[Answer(question_id=qid, value=code) for qid, code in values.items()],
     )
     try:
+        if survey.access == "invitation":
+            claim(session, survey, invitation)
         session.add(submission)
         session.commit()
+    except InvitationError as error:
+        session.rollback()
+        raise SubmissionError(error.message, error.status) from None
     except Exception:
         session.rollback()
         raise

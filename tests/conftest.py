@@ -134,10 +134,11 @@ SMALL_SPEC = {
 
 
 @pytest.fixture
-def small_survey(app):
+def small_survey(app, user):
+    """SMALL_SPEC, open, owned by the ``user`` fixture (alice)."""
     from survey.specs import create_survey_from_spec
 
     with app.app_context():
-        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        survey = create_survey_from_spec(db.session, SMALL_SPEC, owner=db.session.get(User, user))
         db.session.commit()
         return survey.slug

@@ -175,3 +175,26 @@ def test_randomize_follows_the_column(mechanism):
 def test_randomize_rejects_unknown_answers():
     with pytest.raises(ValueError, match="category indices"):
         CoinFlip().randomize([0, 2])
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, math.log(3), 2.0, 5.0])
+@pytest.mark.parametrize("f", [0.5, 0.3, 0.8, 0.05])
+def test_coin_flip_from_epsilon_inverts_the_matrix_epsilon(eps, f):
+    m = CoinFlip.from_epsilon(eps, f)
+    assert m.yes_probability == f
+    assert m.epsilon == pytest.approx(eps, rel=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.1, math.log(3), 3.0])
+def test_warner_from_epsilon(eps):
+    assert Warner.from_epsilon(eps).epsilon == pytest.approx(eps, rel=1e-12)
+    assert Warner.from_epsilon(eps).p > 0.5
+
+
+def test_from_epsilon_errors():
+    with pytest.raises(ValueError, match="only one answer is protected"):
+        CoinFlip.from_epsilon(1.0, 1.0)
+    with pytest.raises(ValueError, match="greater than 0"):
+        Warner.from_epsilon(0)
+    with pytest.raises(ValueError, match="finite"):
+        CoinFlip.from_epsilon(math.inf)

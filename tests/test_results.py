@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from survey import exports
 from survey.extensions import db
-from survey.models import Survey, today
+from survey.models import Survey, User, today
 from survey.privacy import Mechanism, estimate, mechanism_from_dict
 from survey.specs import create_survey_from_spec
 from survey.tallies import survey_total_epsilon
@@ -376,6 +376,8 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
 
     with app.app_context():
         survey = create_demo(db.session, respondents=300)
+        survey.owner = db.session.scalar(select(User).where(User.username == "alice"))
+        db.session.commit()
         truths = {q.key: q.simulated_truth for q in survey.questions}
     page = _get_text(signed_in, f"/surveys/{DEMO_SLUG}/results")
     assert page.count('<th scope="col">True rate</th>') == len(truths)
@@ -411,7 +413,7 @@ def test_infinite_epsilon_is_shown_and_exported_explicitly(app, signed_in):
         ],
     }
     with app.app_context():
-        create_survey_from_spec(db.session, spec)
+        create_survey_from_spec(db.session, spec, owner=db.session.scalar(select(User).where(User.username == "alice")))
         db.session.commit()
     for answers in ({"theft": 0}, {"theft": 0}, {"theft": 1}):
         assert signed_in.post("/api/surveys/one-sided/responses", json={"answers": answers}).status_code == 201

@@ -45,6 +45,16 @@ def _check_probability(name: str, value: float, *, low: float = 0.0, high: float
     return value
 
 
+def _check_epsilon(epsilon: float) -> float:
+    try:
+        epsilon = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"epsilon must be a number, got {epsilon!r}") from None
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number greater than 0, got {epsilon!r}")
+    return epsilon
+
+
 def epsilon_of_matrix(matrix: np.ndarray) -> float:
     """ε of a channel matrix: the largest log-ratio between two entries of one reported row.
 
@@ -284,6 +294,25 @@ class CoinFlip(Mechanism):
             labels=YES_NO,
         )
 
+    @classmethod
+    def from_epsilon(cls, epsilon: float, yes_probability: float = 0.5) -> CoinFlip:
+        """The coin-flip design with the given ε and forced-"yes" probability.
+
+        ε of the matrix is ``ln(1 + p / ((1 − p)·min(f, 1 − f)))``, so
+        ``p = m(e^ε − 1) / (1 + m(e^ε − 1))`` with ``m = min(f, 1 − f)``; ``f`` of 0 or 1 has no
+        finite ε.
+
+            >>> round(CoinFlip.from_epsilon(math.log(3)).truth_probability, 12)
+            0.5
+        """
+        eps = _check_epsilon(epsilon)
+        f = _check_probability("yes_probability", yes_probability)
+        m = min(f, 1.0 - f)
+        if m == 0.0:
+            raise ValueError("with yes_probability 0 or 1 only one answer is protected: ε is infinite")
+        grow = m * math.expm1(eps)
+        return cls(grow / (1.0 + grow), f)
+
     @property
     def truth_probability(self) -> float:
         return self._p
@@ -333,6 +362,12 @@ class Warner(Mechanism):
             raise ValueError("p must differ from 1/2: at 1/2 the report is independent of the truth")
         self._p = p
         super().__init__([[p, 1 - p], [1 - p, p]], labels=YES_NO)
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> Warner:
+        """Warner's design with the given ε: ``p = e^ε / (1 + e^ε)`` (the statement more often than not)."""
+        eps = _check_epsilon(epsilon)
+        return cls(1.0 / (1.0 + math.exp(-eps)))
 
     @property
     def p(self) -> float:

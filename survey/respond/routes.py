@@ -7,7 +7,8 @@ from flask import abort, current_app, jsonify, redirect, render_template, reques
 from sqlalchemy import select
 
 from ..extensions import csrf, db
-from ..models import Survey
+from ..invitations import InvitationError, check_code, normalize
+from ..models import Survey, today
 from ..submissions import SubmissionError, record_submission
 from . import bp
 from .page import option_label, survey_page
@@ -27,15 +28,25 @@ def _option_label(label: str) -> str:
     return option_label(label)
 
 
-def _render_form(survey: Survey, error: str | None = None, status: int = 200):
-    if not survey.is_open:
-        return render_template("respond/closed.html", survey=survey), (409 if request.method == "POST" else 200)
-    return render_template("respond/survey.html", page=survey_page(survey), error=error), status
+def _render_form(survey: Survey, error: str | None = None, status: int = 200, invitation: str = ""):
+    accepting, reason = survey.accepting_on(today())
+    if not accepting:
+        status = 409 if request.method == "POST" else 200
+        return render_template("respond/closed.html", survey=survey, reason=reason), status
+    page = survey_page(survey)
+    return render_template("respond/survey.html", page=page, error=error, invitation=invitation), status
 
 
 @bp.get("/s/<slug>")
 def show(slug: str):
-    return _render_form(_survey_or_404(slug))
+    survey = _survey_or_404(slug)
+    code = request.args.get("code", "")
+    if survey.access == "invitation" and survey.accepting_on(today())[0]:
+        try:
+            check_code(db.session, survey, code)
+        except InvitationError as error:
+            return render_template("respond/invitation.html", survey=survey, message=error.message), error.status
+    return _render_form(survey, invitation=normalize(code) if survey.access == "invitation" else "")
 
 
 @bp.post("/s/<slug>")
@@ -43,8 +54,9 @@ def submit_form(slug: str):
     """The form post: reported values only, in fields ``q_<question key>``."""
     survey = _survey_or_404(slug)
     answers: dict[str, Any] = {}
+    invitation = request.form.get("invitation", "")
     for name in request.form:
-        if name == "csrf_token":
+        if name in ("csrf_token", "invitation"):
             continue
         values = request.form.getlist(name)
         if not name.startswith(FIELD_PREFIX):
@@ -55,9 +67,11 @@ def submit_form(slug: str):
             )
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
-        record_submission(db.session, survey, answers)
+        record_submission(db.session, survey, answers, invitation=invitation)
     except SubmissionError as error:
-        return _render_form(survey, f"{error.message} Nothing was stored.", error.status)
+        if survey.access == "invitation" and error.status == 403:
+            return render_template("respond/invitation.html", survey=survey, message=error.message), 403
+        return _render_form(survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation)
     return redirect(url_for("respond.thanks", slug=slug), code=303)
 
 
@@ -98,10 +112,13 @@ def submit_json(slug: str):
         return _api_error(f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", 400)
     except SubmissionError as error:
         return _api_error(error.message, 400)
-    if not isinstance(body, dict) or set(body) != {"answers"}:
-        return _api_error('the body must be an object with exactly one field, "answers"', 400)
+    if not isinstance(body, dict) or "answers" not in body or not set(body) <= {"answers", "invitation"}:
+        return _api_error('the body must be an object with the field "answers" (and "invitation" if needed)', 400)
+    invitation = body.get("invitation")
+    if invitation is not None and not isinstance(invitation, str):
+        return _api_error('"invitation" must be the invitation code as text', 400)
     try:
-        record_submission(db.session, survey, body["answers"])
+        record_submission(db.session, survey, body["answers"], invitation=invitation)
     except SubmissionError as error:
         return _api_error(error.message, error.status)
     current_app.logger.debug("submission stored")

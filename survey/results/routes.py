@@ -10,13 +10,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, abort, jsonify, render_template, stream_with_context
+from flask import Response, jsonify, render_template, stream_with_context
 from flask_login import current_user, login_required
-from sqlalchemy import select
 
 from ..exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from ..extensions import db
 from ..models import Survey
+from ..rights import survey_for, visible_surveys
 from ..tallies import QuestionResult, submission_count, survey_results, survey_total_epsilon
 from ..wording import epsilon_text
 from . import bp
@@ -54,10 +54,8 @@ def _points(value: float) -> str:
 
 
 def _survey_or_404(slug: str) -> Survey:
-    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-    if survey is None:
-        abort(404)
-    return survey
+    """The survey if the signed-in user may see its results; 404 otherwise, as if it did not exist."""
+    return survey_for(db.session, current_user, slug, "results")
 
 
 def _download(body: Any, filename: str, mimetype: str) -> Response:
@@ -83,7 +81,7 @@ def index():
     """Signed in: every survey with its submissions and total ε. Anonymous: what this tool is."""
     rows = []
     if current_user.is_authenticated:
-        surveys = db.session.scalars(select(Survey).order_by(Survey.id)).all()
+        surveys = visible_surveys(db.session, current_user)
         rows = [SurveyRow(s, submission_count(db.session, s), epsilon_text(survey_total_epsilon(s))) for s in surveys]
     return render_template("results/index.html", rows=rows)
 

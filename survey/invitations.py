@@ -1,0 +1,73 @@
+"""Single-use invitation codes.
+
+A code is claimed by one conditional UPDATE (``... SET used = true WHERE code = ? AND used = false``)
+in the same transaction as the submission it admits: two submissions racing with one code cannot
+both succeed, on SQLite (one writer at a time) or PostgreSQL (the row lock makes the second UPDATE
+re-read the row and match nothing). The code row keeps no time and no submission id, and the
+submission keeps no code.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from .models import Invitation, Survey
+
+#: No 0/O, 1/I/L: codes are sometimes typed from paper.
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+CODE_LENGTH = 12  # 31^12 ≈ 7.9e17: unguessable at any rate a server would allow
+MAX_CODES_PER_REQUEST = 10_000
+
+
+class InvitationError(ValueError):
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def generate_codes(session: Session, survey: Survey, count: int) -> list[str]:
+    """Add ``count`` fresh codes to ``survey`` (the caller commits)."""
+    if not 1 <= count <= MAX_CODES_PER_REQUEST:
+        raise InvitationError(f"ask for 1 to {MAX_CODES_PER_REQUEST} codes at a time", status=400)
+    codes = [new_code() for _ in range(count)]
+    session.add_all(Invitation(survey_id=survey.id, code=code) for code in codes)
+    return codes
+
+
+def normalize(code: str | None) -> str:
+    return (code or "").strip().upper().replace("-", "").replace(" ", "")
+
+
+def check_code(session: Session, survey: Survey, code: str | None) -> None:
+    """Raise InvitationError with a message a respondent can read unless ``code`` is usable now."""
+    code = normalize(code)
+    if not code:
+        raise InvitationError("This survey is by invitation only: open it with the link from your invitation.")
+    row = session.scalar(select(Invitation).where(Invitation.code == code))
+    if row is None:
+        raise InvitationError("This invitation code is not known. Check that the link was copied whole.")
+    if row.survey_id != survey.id:
+        raise InvitationError("This invitation code is for a different survey.")
+    if row.used:
+        raise InvitationError("This invitation code has already been used: each code admits one set of answers.")
+
+
+def claim(session: Session, survey: Survey, code: str | None) -> None:
+    """Mark ``code`` used, atomically, or raise InvitationError. Part of the caller's transaction."""
+    check_code(session, survey, code)
+    result = session.execute(
+        update(Invitation)
+        .where(Invitation.survey_id == survey.id, Invitation.code == normalize(code), Invitation.used.is_(False))
+        .values(used=True)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        raise InvitationError("This invitation code has already been used: each code admits one set of answers.")

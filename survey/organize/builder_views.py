@@ -1,0 +1,3 @@
+"""Survey and question editor, budget panel, and the privacy preview API (being built)."""
+
+from . import bp  # noqa: F401

@@ -1,0 +1,3 @@
+"""Lifecycle, access and invitations, sharing, spec import/export, account (being built)."""
+
+from . import bp  # noqa: F401
