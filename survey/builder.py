@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import Question, Survey
+from .models import Option, Question, Survey
 from .specs import SpecError, parse_planning, parse_question
 
 #: Question fields that may still be corrected after a survey has been opened.
@@ -74,6 +74,7 @@ def _check_draft(survey: Survey) -> None:
 
 
 def add_question(survey: Survey, raw: dict[str, Any]) -> Question:
+    """Append a question validated like one of an imported spec; a key ``qN`` is made up if none is given."""
     _check_draft(survey)
     keys = {q.key for q in survey.questions}
     raw = dict(raw)
@@ -107,12 +108,50 @@ def update_question(survey: Survey, question: Question, raw: dict[str, Any]) -> 
         return question
     keys = {q.key for q in survey.questions if q is not question}
     replacement = parse_question(raw, question.position, keys)
-    index = survey.questions.index(question)
-    survey.questions[index] = replacement
-    return replacement
+    _copy_question(replacement, question)
+    return question
+
+
+def _copy_question(source: Question, target: Question) -> None:
+    """Make ``target`` (stored) equal to ``source`` (validated, never added to the session).
+
+    The stored rows are updated in place rather than replaced: a new question row with the same key,
+    a new option with the same code or a new design for the same question would be inserted before
+    the old row is deleted, and the unique constraints on (survey, key), (question, code) and the
+    design's question would refuse the flush.
+    """
+    for name in ("key", "kind", "text", "help_text", "required", "simulated_truth"):
+        setattr(target, name, getattr(source, name))
+    labels = source.labels
+    for code, label in enumerate(labels):
+        if code < len(target.options):
+            target.options[code].label = label
+        else:
+            target.options.append(Option(code=code, label=label))
+    del target.options[len(labels) :]
+    new = source.design
+    if new is None:
+        target.design = None
+    elif target.design is None:
+        source.design = None
+        target.design = new
+    else:
+        old = target.design
+        old.mechanism_name, old.parameters, old.matrix, old.epsilon = (
+            new.mechanism_name,
+            new.parameters,
+            new.matrix,
+            new.epsilon,
+        )
+
+
+def question_by_key(survey: Survey, key: str) -> Question | None:
+    """The survey's question with this key, if any."""
+    return next((q for q in survey.questions if q.key == key), None)
 
 
 def delete_question(survey: Survey, question: Question) -> None:
+    """Remove a draft's question; reports can only exist once a survey is opened, so none are lost."""
     _check_draft(survey)
     survey.questions.remove(question)
     _renumber(survey)

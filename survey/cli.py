@@ -84,6 +84,8 @@ def register(app: Flask) -> None:
             raise click.ClickException(f"the survey was not created: {error}") from None
         respond, results = _urls(survey.slug, host)
         click.echo(f"Survey “{survey.title}” created with {len(survey.questions)} questions.")
+        if user is None:
+            click.echo("  Note: no --owner was given, so no user can see or manage this survey yet.")
         click.echo(f"  Respondents answer at:  {respond}")
         click.echo(f"  Results:                {results}")
 

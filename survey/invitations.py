@@ -9,9 +9,13 @@ submission keeps no code.
 
 from __future__ import annotations
 
+import csv
+import io
 import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from .models import Invitation, Survey
@@ -71,3 +75,48 @@ def claim(session: Session, survey: Survey, code: str | None) -> None:
     )
     if result.rowcount != 1:
         raise InvitationError("This invitation code has already been used: each code admits one set of answers.")
+
+
+@dataclass(frozen=True)
+class InvitationCounts:
+    total: int
+    used: int
+
+    @property
+    def unused(self) -> int:
+        return self.total - self.used
+
+
+def invitation_counts(session: Session, survey: Survey) -> InvitationCounts:
+    """How many codes the survey has and how many were used, counted by the database."""
+    rows = session.execute(
+        select(Invitation.used, func.count()).where(Invitation.survey_id == survey.id).group_by(Invitation.used)
+    )
+    by_used = {bool(used): count for used, count in rows}
+    return InvitationCounts(total=sum(by_used.values()), used=by_used.get(True, 0))
+
+
+def invitations_csv(session: Session, survey: Survey, link_for: Callable[[str], str]) -> Iterator[str]:
+    """The survey's codes as CSV lines ``code,link,used``, streamed in the order they were made.
+
+    ``link_for`` turns a code into the respondent's link (the view knows the host; this module does
+    not). The rows carry no time, because the codes have none.
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+
+    def line(values: list[str]) -> str:
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(values)
+        return buffer.getvalue()
+
+    yield line(["code", "link", "used"])
+    rows = session.execute(
+        select(Invitation.code, Invitation.used)
+        .where(Invitation.survey_id == survey.id)
+        .order_by(Invitation.id)
+        .execution_options(yield_per=1000)
+    )
+    for code, used in rows:
+        yield line([code, link_for(code), "yes" if used else "no"])

@@ -103,7 +103,7 @@ def build_mechanism(kind: str, labels: list[str], privacy: Any, where: str) -> M
         field = next((n for n in PRIVACY_FIELDS[design] if n in str(error)), None)
         at = f"field 'privacy.{field}'" if field else "field 'privacy'"
         raise SpecError(f"{where}, {at}: {error}") from None
-    if mechanism.is_identity:
+    if mechanism.is_identity or bool(((mechanism.matrix == 0) | (mechanism.matrix == 1)).all()):
         raise SpecError(
             f"{where}, field 'privacy': this design always sends the true answer and protects nothing; "
             "ask the question with kind 'direct' instead"

@@ -62,10 +62,12 @@ def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
     """“Someone who was 50% sure you answered yes can become at most 75% sure.”"""
     if mechanism.k == 2 and mechanism.labels == ("yes", "no"):
         low_yes, high_yes = mechanism_posterior_bounds(mechanism, prior, 0)
-        if high_yes >= 1.0 - 1e-12:
+        reveals_yes, reveals_no = high_yes >= 1.0 - 1e-12, low_yes <= 1e-12
+        if reveals_yes or reveals_no:
+            exposed, safe = ("yes", "no") if reveals_yes else ("no", "yes")
             return (
-                "Warning: one answer is not protected. Some of what your browser sends can only come from "
-                "a “yes”, so this question only protects a “no” (or the other way round)."
+                f"Warning: only a “{safe}” is protected. Some of what your browser sends can only come from "
+                f"a true “{exposed}”, so a “{exposed}” can be given away."
             )
         return (
             f"Someone who was {percent(prior)} sure you would answer “yes” can, after seeing what is sent, "

@@ -204,3 +204,18 @@ def test_reserved_keys_match_the_microdata_columns():
     from survey.specs import RESERVED_KEYS
 
     assert set(MICRODATA_FIXED_COLUMNS) == RESERVED_KEYS
+
+
+def test_designs_that_reveal_every_answer_are_refused(app):
+    spec = _with(["questions", 1, "privacy", "p"], 0.0)  # Warner p = 0 always sends the opposite
+    spec["questions"][1]["privacy"]["allow_one_sided"] = True
+    with app.app_context(), pytest.raises(SpecError, match="protects nothing"):
+        create_survey_from_spec(db.session, spec)
+
+
+@pytest.mark.parametrize("f, safe, exposed", [(1.0, "yes", "no"), (0.0, "no", "yes")])
+def test_one_sided_wording_names_the_exposed_answer(f, safe, exposed):
+    from survey.wording import deniability_sentence
+
+    sentence = deniability_sentence(CoinFlip(0.5, f))
+    assert f"only a “{safe}” is protected" in sentence and f"true “{exposed}”" in sentence

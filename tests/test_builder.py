@@ -1,0 +1,701 @@
+"""The survey builder over HTTP: drafts, questions, privacy per question, the budget, the preview API.
+
+What these prove: a survey built in the browser goes through the spec's own validation (its messages
+appear next to the input they are about, with status 400, and nothing is saved); the stored designs
+and every number the preview and the budget panel show are the privacy core's; an opened survey's
+texts can be corrected but nothing structural can change (409, stored design untouched); and only
+the survey's organizers can reach any of it (everyone else gets 404, anonymous visitors the sign-in).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html import unescape
+from html.parser import HTMLParser
+
+import pytest
+from sqlalchemy import select
+
+from survey.builder import FrozenError, question_spec
+from survey.extensions import db
+from survey.models import Membership, Survey, User
+from survey.privacy import (
+    CoinFlip,
+    GeneralizedRR,
+    Warner,
+    design_effect,
+    margin_of_error,
+    sample_size,
+)
+from survey.specs import create_survey_from_spec
+from survey.wording import deniability_sentence, describe_design
+
+YES_NO = {
+    "kind": "yes_no",
+    "text": "Have you ever cheated in an exam?",
+    "required": "y",
+    "design": "coin_flip",
+    "set_by": "epsilon",
+    "epsilon": repr(math.log(3)),
+    "yes_probability": "0.5",
+}
+CHOICE = {
+    "kind": "choice",
+    "text": "How often do you drink alone?",
+    "required": "y",
+    "options": "never\nsometimes\noften\nalways",
+    "design": "grr",
+    "set_by": "epsilon",
+    "epsilon": "1",
+}
+DIRECT = {"kind": "direct", "text": "Your age group?", "options": "under 30\n30 or over"}
+WARNER = {
+    "kind": "yes_no",
+    "text": "Mirrored?",
+    "required": "y",
+    "design": "warner",
+    "set_by": "truth_probability",
+    "truth_probability": "0.8",
+}
+ONE_SIDED = {
+    **YES_NO,
+    "text": "One-sided?",
+    "set_by": "truth_probability",
+    "truth_probability": "0.5",
+    "yes_probability": "1",
+}
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def new_draft(client, title: str = "Exam habits") -> str:
+    response = client.post("/surveys/new", data={"title": title, "introduction": "Hello.", "closing_message": "Bye."})
+    assert response.status_code == 303, response.text
+    match = re.fullmatch(r"/surveys/([a-z0-9-]+)/build", response.location)
+    assert match, response.location
+    return match.group(1)
+
+
+def add(client, slug: str, data: dict, status: int = 303):
+    response = client.post(f"/surveys/{slug}/questions/new", data=data)
+    assert response.status_code == status, response.text[:3000]
+    return response
+
+
+def snapshot(app, slug: str) -> dict:
+    """Everything stored about a survey that the builder may (or must not) change."""
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        questions = []
+        for q in survey.questions:
+            item = question_spec(q) | {"position": q.position, "codes": [o.code for o in q.options]}
+            if q.design is not None:
+                item["design"] = {
+                    "name": q.design.mechanism_name,
+                    "parameters": q.design.parameters,
+                    "matrix": q.design.matrix,
+                    "epsilon": q.design.epsilon,
+                }
+            questions.append(item)
+        return {
+            "status": survey.status,
+            "title": survey.title,
+            "introduction": survey.introduction,
+            "closing_message": survey.closing_message,
+            "owner": survey.owner.username if survey.owner else None,
+            "epsilon_cap": survey.epsilon_cap,
+            "expected_respondents": survey.expected_respondents,
+            "target_margin": survey.target_margin,
+            "questions": questions,
+        }
+
+
+def control(html: str, control_id: str) -> str:
+    match = re.search(rf'<(?:input|textarea|select)\b[^>]*\bid="{re.escape(control_id)}"[^>]*>', html)
+    assert match, f"no control with id {control_id!r}"
+    return match.group(0)
+
+
+def field_error(html: str, field: str, control_id: str | None = None) -> str:
+    """The error shown next to ``field``; asserts it is linked to its input and the input is marked invalid."""
+    tag = control(html, control_id or field)
+    assert 'aria-invalid="true"' in tag, tag
+    described = re.search(r'aria-describedby="([^"]*)"', tag)
+    assert described and f"{field}-error" in described.group(1).split(), tag
+    match = re.search(rf'<p class="field-error" id="{re.escape(field)}-error">(.*?)</p>', html, re.S)
+    assert match, f"no error next to {field!r}"
+    return unescape(match.group(1))
+
+
+def invalid_fields(html: str) -> set[str]:
+    return set(re.findall(r'<p class="field-error" id="([a-z_]+)-error">', html))
+
+
+class FormValues(HTMLParser):
+    """What a browser shows in the form with id ``question-form``: name → value (disabled inputs too)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+        self._inside = False
+        self._textarea: str | None = None
+        self._select: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form":
+            self._inside = a.get("id") == "question-form"
+        if not self._inside:
+            return
+        name = a.get("name")
+        if tag == "input" and name:
+            if a.get("type") in ("radio", "checkbox"):
+                if "checked" in a:
+                    self.values[name] = a.get("value") or "on"
+            else:
+                self.values[name] = a.get("value") or ""
+        elif tag == "textarea":
+            self._textarea = name
+            self.values[name] = ""
+        elif tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value") or ""
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._inside = False
+        elif tag == "textarea":
+            self._textarea = None
+        elif tag == "select":
+            self._select = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.values[self._textarea] += data
+
+    @classmethod
+    def of(cls, client, url: str) -> dict[str, str]:
+        response = client.get(url)
+        assert response.status_code == 200
+        values = cls(response.text).values
+        # a browser drops the one newline that follows <textarea>
+        return {k: v[2:] if v.startswith("\r\n") else v.removeprefix("\n") for k, v in values.items()}
+
+
+@pytest.fixture
+def draft(app, signed_in) -> str:
+    return new_draft(signed_in)
+
+
+@pytest.fixture
+def bob(app) -> int:
+    with app.app_context():
+        user = User(username="bob")
+        user.set_password("another horse battery")
+        db.session.add(user)
+        db.session.commit()
+        return user.id
+
+
+def sign_in(client, username: str, password: str) -> None:
+    response = client.post("/auth/login", data={"username": username, "password": password})
+    assert response.status_code == 302
+
+
+# -- creating a draft --------------------------------------------------------------------------------
+
+
+def test_organizer_creates_a_draft_and_lands_on_its_build_page(app, signed_in):
+    assert signed_in.get("/surveys/new").status_code == 200
+    slug = new_draft(signed_in, "Exam habits")
+    stored = snapshot(app, slug)
+    assert stored["status"] == "draft" and stored["owner"] == "alice" and stored["questions"] == []
+    assert (stored["title"], stored["introduction"], stored["closing_message"]) == ("Exam habits", "Hello.", "Bye.")
+    page = signed_in.get(f"/surveys/{slug}/build").text
+    assert "<h1>Exam habits</h1>" in page
+    assert 'class="state state-draft">draft<' in page
+    assert f'href="/surveys/{slug}/questions/new"' in page
+    assert f'href="/surveys/{slug}/results"' in page
+    assert f'href="/s/{slug}"' not in page  # a draft has no respondent page yet
+    assert 'id="total-epsilon">0.00<' in page
+
+
+def test_a_survey_needs_a_title_and_nothing_is_created_without_one(app, signed_in):
+    response = signed_in.post("/surveys/new", data={"title": "  ", "introduction": "kept"})
+    assert response.status_code == 400
+    assert "non-empty" in field_error(response.text, "title")
+    assert "kept" in response.text  # what was typed stays in the form
+    with app.app_context():
+        assert db.session.scalar(select(Survey)) is None
+
+
+# -- questions ---------------------------------------------------------------------------------------
+
+
+def test_each_kind_of_question_is_added_with_the_privacy_cores_design(app, signed_in, draft):
+    for data in (YES_NO, CHOICE, DIRECT, WARNER):
+        add(signed_in, draft, data)
+    yes_no, choice, direct, warner = snapshot(app, draft)["questions"]
+    assert [q["key"] for q in (yes_no, choice, direct, warner)] == ["q1", "q2", "q3", "q4"]
+
+    assert yes_no["privacy"] == {"design": "coin_flip", **CoinFlip.from_epsilon(math.log(3)).parameters}
+    assert yes_no["design"]["epsilon"] == pytest.approx(math.log(3), abs=1e-12)
+    assert yes_no["required"] is True
+
+    assert choice["options"] == ["never", "sometimes", "often", "always"]
+    assert choice["privacy"] == {"design": "grr", "truth_probability": GeneralizedRR(4, epsilon=1).truth_probability}
+    assert round(choice["privacy"]["truth_probability"], 5) == 0.47537
+    assert choice["design"]["epsilon"] == pytest.approx(1.0, abs=1e-12)
+
+    assert direct["kind"] == "direct" and "privacy" not in direct and direct["options"] == ["under 30", "30 or over"]
+    assert direct["required"] is False  # the box was not ticked
+
+    assert warner["privacy"] == {"design": "warner", "p": 0.8}
+    assert warner["design"]["matrix"] == Warner(0.8).matrix.tolist()
+
+    page = signed_in.get(f"/surveys/{draft}/build").text
+    total = math.log(3) + 1 + Warner(0.8).epsilon
+    assert f'id="total-epsilon">{total:.2f}<' in page
+    assert "1 question is asked directly" in page and "not protected" in page
+
+
+INVALID_QUESTIONS = [
+    ({**CHOICE, "epsilon": "0"}, "epsilon", "greater than 0"),
+    ({**YES_NO, "epsilon": "-1"}, "epsilon", "greater than 0"),
+    ({**YES_NO, "epsilon": "lots"}, "epsilon", "must be a number"),
+    ({**YES_NO, "set_by": "truth_probability", "truth_probability": "1.5"}, "truth_probability", "between 0 and 1"),
+    ({**CHOICE, "set_by": "truth_probability", "truth_probability": "0.2"}, "truth_probability", "above 1/k"),
+    ({**WARNER, "truth_probability": "0.5"}, "truth_probability", "differ from 1/2"),
+    ({**YES_NO, "set_by": "truth_probability", "truth_probability": "1"}, "truth_probability", "protects nothing"),
+    ({**YES_NO, "yes_probability": "2"}, "yes_probability", "between 0 and 1"),
+    ({**CHOICE, "options": "only one"}, "options", "2 to 50 options"),
+    ({**CHOICE, "options": "same\nsame"}, "options", "distinct"),
+    ({**CHOICE, "design": "coin_flip"}, "design", "must be one of"),
+    ({**YES_NO, "text": "   "}, "text", "non-empty"),
+    ({**YES_NO, "key": "Not A Key"}, "key", "lowercase letter"),
+    ({**YES_NO, "key": "submission"}, "key", "reserved"),
+    ({**YES_NO, "kind": "essay"}, "kind", "must be one of"),
+]
+
+
+def test_invalid_question_shows_the_error_next_to_its_field_and_saves_nothing(app, signed_in, draft):
+    for data, field, message in INVALID_QUESTIONS:
+        html = add(signed_in, draft, data, status=400).text
+        assert message in field_error(html, field, "kind-0" if field == "kind" else None), (field, message)
+        assert invalid_fields(html) == {field}, (field, message)
+        assert 'id="error-summary"' in html
+        assert not data["text"].strip() or data["text"] in unescape(html)  # what was typed stays in the form
+    assert snapshot(app, draft)["questions"] == []
+
+
+def test_an_invalid_form_still_shows_the_preview_of_what_is_valid(signed_in, draft):
+    """Without JavaScript the server renders the preview for the submitted values."""
+    html = add(signed_in, draft, {**YES_NO, "text": ""}, status=400).text
+    assert "at most 75% sure" in unescape(html)
+    assert "±6.2 percentage points" in html
+    html = add(signed_in, draft, {**CHOICE, "epsilon": "0"}, status=400).text
+    assert re.search(r'<p class="field-error" data-preview="error">epsilon must be greater than 0', html)
+
+
+def test_editing_a_draft_question_changes_it_in_place(app, signed_in, draft):
+    add(signed_in, draft, YES_NO)
+    add(signed_in, draft, DIRECT)
+    url = f"/surveys/{draft}/questions/q1/edit"
+    shown = FormValues.of(signed_in, url)
+    assert shown["set_by"] == "truth_probability" and float(shown["truth_probability"]) == pytest.approx(0.5)
+    assert shown["design"] == "coin_flip" and shown["kind"] == "yes_no"
+
+    unchanged = snapshot(app, draft)
+    assert signed_in.post(url, data=shown).status_code == 303
+    assert snapshot(app, draft) == unchanged  # an unchanged form changes nothing, to the last bit
+
+    response = signed_in.post(url, data={**YES_NO, "text": "Cheated, ever?", "epsilon": "2"})
+    assert response.status_code == 303
+    q1 = snapshot(app, draft)["questions"][0]
+    assert q1["text"] == "Cheated, ever?" and q1["design"]["epsilon"] == pytest.approx(2.0)
+
+    # a yes/no question becomes a choice, then a direct one, then yes/no again: rows change in place
+    assert signed_in.post(url, data={**CHOICE, "text": "Now a choice"}).status_code == 303
+    assert snapshot(app, draft)["questions"][0]["options"] == ["never", "sometimes", "often", "always"]
+    assert signed_in.post(url, data={**DIRECT, "text": "Now direct"}).status_code == 303
+    q1 = snapshot(app, draft)["questions"][0]
+    assert q1["kind"] == "direct" and "design" not in q1 and q1["key"] == "q1"
+    assert signed_in.post(url, data={**WARNER, "key": "renamed"}).status_code == 303
+    questions = snapshot(app, draft)["questions"]
+    assert [q["key"] for q in questions] == ["renamed", "q2"]
+    assert questions[0]["privacy"] == {"design": "warner", "p": 0.8} and questions[0]["codes"] == [0, 1]
+
+    response = signed_in.post(f"/surveys/{draft}/questions/renamed/edit", data={**WARNER, "key": "q2"})
+    assert response.status_code == 400 and "used by" in field_error(response.text, "key")
+
+
+def test_a_design_the_builder_cannot_edit_is_kept_unless_replaced(app, signed_in, user):
+    """An imported forced-response design survives a text edit; choosing GRR replaces it."""
+    spec = {
+        "title": "Imported",
+        "slug": "imported",
+        "status": "draft",
+        "questions": [
+            {
+                "key": "fr",
+                "kind": "choice",
+                "text": "Which?",
+                "options": ["a", "b", "c"],
+                "privacy": {"design": "forced_response", "forced": [0.1, 0.1, 0.1]},
+            }
+        ],
+    }
+    with app.app_context():
+        create_survey_from_spec(db.session, spec, owner=db.session.get(User, user))
+        db.session.commit()
+    before = snapshot(app, "imported")["questions"][0]
+    url = "/surveys/imported/questions/fr/edit"
+    shown = FormValues.of(signed_in, url)
+    assert shown["design"] == "keep"
+    assert signed_in.post(url, data={**shown, "text": "Which one?"}).status_code == 303
+    after = snapshot(app, "imported")["questions"][0]
+    assert after["text"] == "Which one?" and after["design"] == before["design"]
+    assert signed_in.post(url, data={**shown, "design": "grr", "set_by": "epsilon", "epsilon": "1"}).status_code == 303
+    assert snapshot(app, "imported")["questions"][0]["design"]["name"] == "grr"
+
+
+def test_questions_are_reordered_and_deleted(app, signed_in, draft):
+    for text in ("first", "second", "third"):
+        add(signed_in, draft, {**YES_NO, "text": text})
+
+    def order() -> list[str]:
+        questions = snapshot(app, draft)["questions"]
+        assert [q["position"] for q in questions] == list(range(len(questions)))
+        return [q["text"] for q in questions]
+
+    move = f"/surveys/{draft}/questions/{{}}/move"
+    assert signed_in.post(move.format("q3"), data={"direction": "up"}).status_code == 303
+    assert order() == ["first", "third", "second"]
+    assert signed_in.post(move.format("q1"), data={"direction": "up"}).status_code == 303  # already first
+    assert signed_in.post(move.format("q1"), data={"direction": "down"}).status_code == 303
+    assert order() == ["third", "first", "second"]
+    assert signed_in.post(move.format("q1"), data={"direction": "sideways"}).status_code == 400
+    assert order() == ["third", "first", "second"]
+
+    assert signed_in.post(f"/surveys/{draft}/questions/q1/delete").status_code == 303
+    assert order() == ["third", "second"]
+    assert signed_in.post(f"/surveys/{draft}/questions/q1/delete").status_code == 404
+    page = signed_in.get(f"/surveys/{draft}/build").text
+    assert page.index("third") < page.index("second")
+
+
+def test_infinite_epsilon_needs_the_explicit_one_sided_checkbox(app, signed_in, draft):
+    response = add(signed_in, draft, ONE_SIDED, status=400)
+    message = field_error(response.text, "allow_one_sided")
+    assert "ε = ∞" in message and "reveal the true answer" in message and "Allow one-sided protection" in message
+    assert "some reports reveal the true answer" in unescape(response.text)  # the checkbox's own warning
+    assert snapshot(app, draft)["questions"] == []
+
+    add(signed_in, draft, {**ONE_SIDED, "allow_one_sided": "y"})
+    (question,) = snapshot(app, draft)["questions"]
+    assert question["design"]["epsilon"] is None and question["privacy"]["allow_one_sided"] is True
+    page = unescape(signed_in.get(f"/surveys/{draft}/build").text)
+    assert 'id="total-epsilon">∞<' in page and "one-sided protection" in page
+
+
+# -- the budget panel --------------------------------------------------------------------------------
+
+
+def test_planning_form_sets_cap_and_figures_and_the_panel_follows(app, signed_in, draft):
+    add(signed_in, draft, YES_NO)
+    add(signed_in, draft, CHOICE)
+    add(signed_in, draft, DIRECT)
+    planning = f"/surveys/{draft}/planning"
+    response = signed_in.post(
+        planning, data={"epsilon_cap": "1.5", "expected_respondents": "400", "target_margin": "0.03"}
+    )
+    assert response.status_code == 303
+    stored = snapshot(app, draft)
+    assert (stored["epsilon_cap"], stored["expected_respondents"], stored["target_margin"]) == (1.5, 400, 0.03)
+
+    page = unescape(signed_in.get(f"/surveys/{draft}/build").text)
+    assert f'id="total-epsilon">{math.log(3) + 1:.2f}<' in page
+    assert "Over the cap of 1.50" in page
+    coin, grr = CoinFlip(0.5, 0.5), GeneralizedRR(4, epsilon=1)
+    for mechanism in (coin, grr):
+        row = (
+            f"<td>±{100 * margin_of_error(mechanism, 400):.1f} pts</td>\n"
+            f"        <td>{sample_size(mechanism, 0.03):,}</td>\n"
+            f"        <td>{design_effect(mechanism):.1f}×</td>"
+        )
+        assert row in page
+    flat = " ".join(page.split())
+    assert "at 400 respondents" in flat and "a margin of ±3.0 percentage points" in flat
+
+    data = {"epsilon_cap": "5", "expected_respondents": "400", "target_margin": "0.03"}
+    assert signed_in.post(planning, data=data).status_code == 303
+    assert "Within the cap of 5.00" in signed_in.get(f"/surveys/{draft}/build").text
+    signed_in.post(planning, data={"epsilon_cap": "", "expected_respondents": "400", "target_margin": "0.03"})
+    assert snapshot(app, draft)["epsilon_cap"] is None
+    assert "No cap on the total ε is set" in signed_in.get(f"/surveys/{draft}/build").text
+
+
+INVALID_PLANNING = [
+    ({"epsilon_cap": "-1"}, "epsilon_cap", "greater than 0"),
+    ({"epsilon_cap": "none"}, "epsilon_cap", "greater than 0"),
+    ({"expected_respondents": "many"}, "expected_respondents", "whole number"),
+    ({"expected_respondents": "0"}, "expected_respondents", "whole number"),
+    ({"target_margin": "5"}, "target_margin", "between 0 and 1"),
+]
+
+
+def test_invalid_planning_figures_are_refused_next_to_their_field(app, signed_in, draft):
+    before = snapshot(app, draft)
+    for data, field, message in INVALID_PLANNING:
+        form = {"epsilon_cap": "2", "expected_respondents": "500", "target_margin": "0.04", **data}
+        response = signed_in.post(f"/surveys/{draft}/planning", data=form)
+        assert response.status_code == 400, data
+        assert message in field_error(response.text, field), data
+    assert snapshot(app, draft) == before
+
+
+def test_survey_texts_are_saved_and_a_title_is_required(app, signed_in, draft):
+    url = f"/surveys/{draft}/details"
+    data = {"title": "New title", "introduction": "New intro", "closing_message": "Thanks!"}
+    assert signed_in.post(url, data=data).status_code == 303
+    stored = snapshot(app, draft)
+    assert (stored["title"], stored["introduction"], stored["closing_message"]) == tuple(data.values())
+    response = signed_in.post(url, data={**data, "title": ""})
+    assert response.status_code == 400 and "non-empty" in field_error(response.text, "title")
+    assert snapshot(app, draft)["title"] == "New title"
+
+
+# -- the preview API ---------------------------------------------------------------------------------
+
+
+def preview(client, status: int = 200, **params):
+    response = client.get("/api/privacy/preview", query_string=params)
+    assert response.status_code == status, response.json
+    return response.json
+
+
+def test_preview_reports_the_privacy_cores_numbers(signed_in):
+    seed = CoinFlip(0.5, 0.5)
+    data = preview(signed_in, design="coin_flip", epsilon=repr(math.log(3)), yes_probability="0.5", n=1000)
+    assert data["ok"] is True
+    assert data["truth_probability"] == pytest.approx(0.5, abs=1e-12)
+    assert data["derived"]["name"] == "truth_probability" and data["derived"]["value"] == pytest.approx(0.5)
+    assert data["epsilon"] == pytest.approx(math.log(3)) and data["epsilon_infinite"] is False
+    assert "at most 75%" in data["deniability"] and data["deniability"] == deniability_sentence(seed)
+    assert data["description"] == describe_design(seed)
+    assert round(data["margin_of_error"], 3) == 0.062
+    assert data["margin_of_error"] == pytest.approx(margin_of_error(seed, 1000), rel=1e-12)
+    assert data["respondents_needed"] == sample_size(seed, 0.05)
+    assert data["design_effect"] == pytest.approx(design_effect(seed)) == pytest.approx(4.0)
+    assert data["one_sided_warning"] is None
+
+    grr = preview(signed_in, design="grr", k=4, epsilon=1, n=400, margin=0.03)
+    assert round(grr["truth_probability"], 5) == 0.47537
+    assert grr["epsilon"] == pytest.approx(1.0)
+    mechanism = GeneralizedRR(4, epsilon=1)
+    assert grr["margin_of_error"] == pytest.approx(margin_of_error(mechanism, 400))
+    assert grr["respondents_needed"] == sample_size(mechanism, 0.03)
+
+    warner = preview(signed_in, design="warner", truth_probability="0.75")
+    assert warner["derived"] == {"name": "epsilon", "value": pytest.approx(math.log(3)), "text": "→ ε = 1.10"}
+    yes_no_grr = preview(signed_in, design="grr", kind="yes_no", epsilon="1")
+    assert "“yes”" in yes_no_grr["deniability"]
+
+
+def test_preview_of_a_one_sided_design_warns_and_says_whether_it_is_allowed(signed_in):
+    params = {"design": "coin_flip", "truth_probability": "0.5", "yes_probability": "1"}
+    data = preview(signed_in, **params)
+    assert data["epsilon"] is None and data["epsilon_infinite"] is True and data["epsilon_text"] == "∞"
+    assert data["one_sided"] is True and data["one_sided_allowed"] is False
+    assert "reveal the answer" in data["one_sided_warning"]
+    assert preview(signed_in, **params, allow_one_sided="1")["one_sided_allowed"] is True
+
+
+def _core_error(build) -> str:
+    with pytest.raises(ValueError) as caught:
+        build()
+    return str(caught.value)
+
+
+PREVIEW_ERRORS = [
+    ({"design": "laplace", "epsilon": "1"}, "design", None),
+    ({"design": "coin_flip", "kind": "choice", "k": "3", "epsilon": "1"}, "design", None),
+    ({"design": "grr", "k": "4", "epsilon": "0"}, "epsilon", _core_error(lambda: GeneralizedRR(4, epsilon=0.0))),
+    ({"design": "coin_flip", "epsilon": "abc"}, "epsilon", _core_error(lambda: CoinFlip.from_epsilon("abc"))),
+    ({"design": "coin_flip", "epsilon": "-2"}, "epsilon", _core_error(lambda: CoinFlip.from_epsilon(-2.0))),
+    (
+        {"design": "coin_flip", "truth_probability": "1.5"},
+        "truth_probability",
+        _core_error(lambda: CoinFlip(1.5, 0.5)),
+    ),
+    (
+        {"design": "coin_flip", "epsilon": "1", "yes_probability": "7"},
+        "yes_probability",
+        _core_error(lambda: CoinFlip.from_epsilon(1.0, 7.0)),
+    ),
+    ({"design": "warner", "truth_probability": "0.5"}, "truth_probability", _core_error(lambda: Warner(0.5))),
+    ({"design": "grr", "k": "4", "truth_probability": "1"}, "truth_probability", None),
+    ({"design": "grr", "k": "4", "epsilon": "1", "truth_probability": "0.5"}, "epsilon", None),
+    ({"design": "grr", "k": "4"}, "epsilon", None),
+    ({"design": "grr", "k": "1", "epsilon": "1"}, "k", None),
+    ({"design": "grr", "k": "two", "epsilon": "1"}, "k", None),
+    ({"design": "grr", "k": "4", "epsilon": "1", "n": "0"}, "n", None),
+    ({"design": "grr", "k": "4", "epsilon": "1", "n": "inf"}, "n", None),
+    ({"design": "grr", "k": "4", "epsilon": "1", "margin": "2"}, "margin", None),
+]
+
+
+def test_preview_refuses_invalid_input_with_the_field_and_the_cores_message(signed_in):
+    for params, field, message in PREVIEW_ERRORS:
+        data = preview(signed_in, status=400, **params)
+        assert data["ok"] is False and data["field"] == field and data["error"], params
+        assert message is None or data["error"] == message, params
+
+
+# -- an opened survey --------------------------------------------------------------------------------
+
+
+def test_an_open_surveys_texts_can_be_corrected(app, signed_in, small_survey):
+    before = snapshot(app, small_survey)
+    url = f"/surveys/{small_survey}/questions/drugs/edit"
+    page = signed_in.get(url).text
+    assert 'id="frozen-note"' in page
+    assert "disabled" in control(page, "epsilon") and "disabled" in control(page, "kind-0")
+    assert "disabled" not in control(page, "text")
+
+    # what a browser sends: the disabled inputs are left out
+    response = signed_in.post(url, data={"text": "Have you ever used drugs?", "help_text": "Any drug."})
+    assert response.status_code == 303
+    after = snapshot(app, small_survey)
+    assert after["questions"][0]["text"] == "Have you ever used drugs?"
+    assert after["questions"][0]["help_text"] == "Any drug."
+    assert after["questions"][0]["design"] == before["questions"][0]["design"]
+
+    # every input posted as shown (disabled ones included) is no change either
+    for key in ("drugs", "mirror", "often", "age"):
+        shown = FormValues.of(signed_in, f"/surveys/{small_survey}/questions/{key}/edit")
+        assert signed_in.post(f"/surveys/{small_survey}/questions/{key}/edit", data=shown).status_code == 303
+    assert snapshot(app, small_survey) == after
+
+    response = signed_in.post(url, data={"text": ""})
+    assert response.status_code == 400 and "non-empty" in field_error(response.text, "text")
+    data = {"title": "Renamed", "introduction": "", "closing_message": ""}
+    assert signed_in.post(f"/surveys/{small_survey}/details", data=data).status_code == 303
+    assert snapshot(app, small_survey)["title"] == "Renamed"
+
+
+STRUCTURAL_CHANGES = [
+    ("post", "questions/drugs/edit", {"kind": "direct", "options": "yes\nno"}),
+    ("post", "questions/often/edit", {"options": "never\nsometimes\noften"}),
+    ("post", "questions/often/edit", {"options": "never\nrarely\noften\nalways"}),
+    ("post", "questions/drugs/edit", {"set_by": "epsilon", "epsilon": "2"}),
+    ("post", "questions/drugs/edit", {"yes_probability": "0.4"}),
+    ("post", "questions/mirror/edit", {"truth_probability": "0.9"}),
+    ("post", "questions/drugs/edit", {"key": "drugs2"}),
+    ("post", "questions/drugs/delete", {}),
+    ("post", "questions/mirror/move", {"direction": "up"}),
+    ("post", "questions/new", YES_NO),
+    ("get", "questions/new", None),
+]
+
+
+def test_an_open_survey_refuses_every_structural_change(app, signed_in, small_survey):
+    before = snapshot(app, small_survey)
+    for method, path, data in STRUCTURAL_CHANGES:
+        url = f"/surveys/{small_survey}/{path}"
+        response = signed_in.post(url, data=data) if method == "post" else signed_in.get(url)
+        assert response.status_code == 409, (method, path, data)
+        assert FrozenError().message in unescape(response.text)
+        assert snapshot(app, small_survey) == before, (method, path, data)
+
+
+def test_the_build_page_of_an_open_survey_says_designs_are_frozen(signed_in, small_survey):
+    page = signed_in.get(f"/surveys/{small_survey}/build").text
+    assert 'id="frozen-note"' in page and "duplicate the survey" in page
+    assert "/delete" not in page and "/move" not in page and "/questions/new" not in page
+    assert f'href="/s/{small_survey}"' in page and 'class="state state-open">open<' in page
+    assert "Correct texts" in page
+
+
+# -- rights ------------------------------------------------------------------------------------------
+
+ROUTES = [
+    ("get", "build"),
+    ("post", "details"),
+    ("post", "planning"),
+    ("get", "questions/new"),
+    ("post", "questions/new"),
+    ("get", "questions/drugs/edit"),
+    ("post", "questions/drugs/edit"),
+    ("post", "questions/drugs/delete"),
+    ("post", "questions/drugs/move"),
+]
+
+
+def _request(client, method: str, slug: str, path: str):
+    url = f"/surveys/{slug}/{path}"
+    data = {"title": "x", "direction": "up", **YES_NO}
+    return client.post(url, data=data) if method == "post" else client.get(url)
+
+
+@pytest.mark.parametrize("role", [None, "researcher"])
+def test_users_without_the_edit_right_get_404_everywhere(app, client, small_survey, bob, role):
+    if role:
+        with app.app_context():
+            survey = db.session.scalar(select(Survey).where(Survey.slug == small_survey))
+            db.session.add(Membership(survey=survey, user_id=bob, role=role))
+            db.session.commit()
+    before = snapshot(app, small_survey)
+    sign_in(client, "bob", "another horse battery")
+    for method, path in ROUTES:
+        assert _request(client, method, small_survey, path).status_code == 404, (method, path)
+    assert client.get(f"/surveys/{small_survey}/results").status_code == (200 if role else 404)
+    assert snapshot(app, small_survey) == before
+
+
+def test_a_co_organizer_may_build(app, client, small_survey, bob):
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == small_survey))
+        db.session.add(Membership(survey=survey, user_id=bob, role="organizer"))
+        db.session.commit()
+    sign_in(client, "bob", "another horse battery")
+    assert client.get(f"/surveys/{small_survey}/build").status_code == 200
+
+
+def test_anonymous_visitors_are_sent_to_sign_in_and_the_api_answers_401(client, small_survey):
+    for method, path in ROUTES:
+        response = _request(client, method, small_survey, path)
+        assert response.status_code == 302 and response.location.startswith("/auth/login"), (method, path)
+    for method in ("get", "post"):
+        response = getattr(client, method)("/surveys/new", data={"title": "x"})
+        assert response.status_code == 302 and response.location.startswith("/auth/login")
+    response = client.get("/api/privacy/preview", query_string={"design": "grr", "k": 4, "epsilon": 1})
+    assert response.status_code == 401 and response.is_json and response.json["ok"] is False
+
+
+def test_builder_forms_need_a_csrf_token(csrf_app):
+    with csrf_app.app_context():
+        user = User(username="carol")
+        user.set_password("a long enough password")
+        db.session.add(user)
+        db.session.commit()
+    client = csrf_app.test_client()
+
+    def token(url: str) -> str:
+        return re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', client.get(url).text).group(1)
+
+    login = {"username": "carol", "password": "a long enough password", "csrf_token": token("/auth/login")}
+    assert client.post("/auth/login", data=login).status_code == 302
+    assert client.post("/surveys/new", data={"title": "No token"}).status_code == 400
+    response = client.post("/surveys/new", data={"title": "With token", "csrf_token": token("/surveys/new")})
+    assert response.status_code == 303
+    build = client.get(response.location).text
+    assert build.count('name="csrf_token"') >= 3  # sign-out, texts, planning (and every button form)
+    slug = response.location.split("/")[2]
+    assert client.post(f"/surveys/{slug}/questions/new", data=YES_NO).status_code == 400
+    with csrf_app.app_context():
+        assert db.session.scalar(select(Survey).where(Survey.slug == slug)).questions == []

@@ -1,0 +1,236 @@
+"""The organizer's workspace in a real browser (Playwright driving Debian's Chromium).
+
+What these prove: an organizer can build a survey from nothing, watching the privacy preview follow
+what they type (numbers asked from the server, which match the privacy core); the budget panel shows
+the total ε; a respondent can answer the result in another browser and the organizer sees the
+response counted; a researcher sees results but cannot reach the builder; the pages run under the
+site's CSP (no inline script or style) and axe-core finds no serious accessibility violation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+from sqlalchemy import select
+from werkzeug.serving import make_server
+
+from survey import create_app
+from survey.extensions import db
+from survey.lifecycle import publish
+from survey.models import Membership, Survey, User
+from survey.organize.preview import labels_for, points_text, probability_text
+from survey.privacy import CoinFlip, GeneralizedRR, margin_of_error
+from survey.wording import deniability_sentence
+
+ROOT = Path(__file__).resolve().parents[1]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
+ORGANIZER = ("olivia", "organizer password 1")
+RESEARCHER = ("rita", "researcher password 1")
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    path = tmp_path_factory.mktemp("organizer") / "live.sqlite"
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "organizer-browser-tests"})
+    with app.app_context():
+        db.create_all()
+        for name, password in (ORGANIZER, RESEARCHER):
+            user = User(username=name)
+            user.set_password(password)
+            db.session.add(user)
+        db.session.commit()
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield app, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def new_page(browser, **options):
+    """A fresh context (its own cookies) on a phone-sized screen, recording CSP complaints."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, **options)
+    page = context.new_page()
+    page.csp_errors = []  # type: ignore[attr-defined]
+    page.on(
+        "console",
+        lambda m: page.csp_errors.append(m.text) if "Content Security Policy" in m.text else None,  # type: ignore[attr-defined]
+    )
+    return page
+
+
+def sign_in(page, base: str, who: tuple[str, str]) -> None:
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", who[0])
+    page.fill("#password", who[1])
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+
+
+def preview_text(page, name: str):
+    return page.locator(f"#privacy-preview [data-preview='{name}']")
+
+
+def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
+    app, base = live_server
+    page = new_page(browser)
+    sign_in(page, base, ORGANIZER)
+
+    page.goto(f"{base}/surveys/new")
+    page.fill("#title", "Student life")
+    page.fill("#introduction", "A short survey about study habits.")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    slug = re.search(r"/surveys/([^/]+)/build$", page.url).group(1)
+
+    # a yes/no question with the seed's coin flip, set by its ε
+    page.click("#add-question")
+    assert page.is_hidden("#options-block")  # a yes/no question has no options to type
+    page.fill("#text", "Have you ever cheated in an exam?")
+    page.fill("#epsilon", repr(math.log(3)))
+    expect(preview_text(page, "deniability")).to_contain_text("at most 75% sure")
+    expect(preview_text(page, "derived")).to_have_text("→ truth probability 0.5")
+    expect(page.locator("#truth_probability")).to_have_value("0.5")  # the parameter that follows, shown read-only
+    with page.expect_navigation():
+        page.click("text=Add question")
+    expect(page.locator("#total-epsilon")).to_have_text("1.10")
+
+    # a choice question with GRR over 4 options; the preview follows ε as it is typed
+    page.click("#add-question")
+    page.check("#kind-1")
+    assert page.is_visible("#options-block") and page.is_hidden("#yes-probability-block")
+    expect(page.locator("#design")).to_have_value("grr")  # the only design a choice question can use
+    assert page.is_disabled("#design option[value=coin_flip]")
+    page.fill("#text", "How often do you study after midnight?")
+    page.fill("#options", "never\nsometimes\noften\nalways")
+    expect(preview_text(page, "epsilon")).to_have_text("1.00")
+    before = {name: preview_text(page, name).text_content() for name in ("derived", "deniability", "margin")}
+    page.fill("#epsilon", "")
+    page.locator("#epsilon").press_sequentially("0.5", delay=60)
+    grr = GeneralizedRR(labels_for("choice", 4), epsilon=0.5)
+    expect(preview_text(page, "epsilon")).to_have_text("0.50")
+    expect(preview_text(page, "derived")).to_have_text(f"→ truth probability {probability_text(grr.truth_probability)}")
+    expect(preview_text(page, "deniability")).to_have_text(deniability_sentence(grr))
+    expect(preview_text(page, "margin")).to_have_text(points_text(margin_of_error(grr, 1000)))
+    after = {name: preview_text(page, name).text_content() for name in before}
+    assert all(before[name] != after[name] for name in before), (before, after)
+    page.fill("#epsilon", "2")
+    expect(preview_text(page, "epsilon")).to_have_text("2.00")
+    page.fill("#epsilon", "0")
+    expect(preview_text(page, "error")).to_contain_text("epsilon must be greater than 0")
+    assert page.is_hidden("#privacy-preview [data-preview='figures']")
+    page.fill("#epsilon", "0.5")
+    expect(preview_text(page, "epsilon")).to_have_text("0.50")
+    with page.expect_navigation():
+        page.click("text=Add question")
+
+    # a direct question: no privacy settings, said to be unprotected
+    page.click("#add-question")
+    page.check("#kind-2")
+    assert page.is_hidden("#privacy-block") and page.is_visible("#direct-note")
+    page.fill("#text", "Your year of study?")
+    page.fill("#options", "first\nsecond\nthird or later")
+    page.uncheck("#required")
+    with page.expect_navigation():
+        page.click("text=Add question")
+
+    total = CoinFlip.from_epsilon(math.log(3)).epsilon + grr.epsilon
+    expect(page.locator("#total-epsilon")).to_have_text(f"{total:.2f}")
+    expect(page.locator("#budget")).to_contain_text("1 question is asked directly")
+    assert page.locator(".question-item").count() == 3
+    assert not page.csp_errors, page.csp_errors
+
+    # opening is the lifecycle's job: its domain function, straight on the database
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        publish(survey)
+        db.session.commit()
+
+    respondent = new_page(browser)
+    respondent.goto(f"{base}/s/{slug}")
+    respondent.click("label[for='q1-1']")
+    respondent.click("label[for='q2-2']")
+    respondent.click("label[for='q3-0']")
+    with respondent.expect_navigation():
+        respondent.click("#submit-button")
+    assert "Thank you" in respondent.text_content("h1")
+    respondent.context.close()
+
+    page.goto(f"{base}/surveys/{slug}/results")
+    expect(page.locator("dl.kv").first).to_contain_text("Submissions")
+    assert page.locator("dl.kv dt:text('Submissions') + dd").first.text_content().strip() == "1"
+
+    page.goto(f"{base}/surveys/{slug}/build")
+    expect(page.locator("#frozen-note")).to_be_visible()
+    assert page.locator("form[action$='/delete']").count() == 0
+    page.context.close()
+
+
+def test_researcher_sees_results_but_not_the_builder(live_server, browser):
+    app, base = live_server
+    with app.app_context():
+        owner = db.session.scalar(select(User).where(User.username == ORGANIZER[0]))
+        researcher = db.session.scalar(select(User).where(User.username == RESEARCHER[0]))
+        survey = Survey(slug="shared-survey", title="Shared survey", status="draft", owner=owner)
+        db.session.add(survey)
+        db.session.add(Membership(survey=survey, user=researcher, role="researcher"))
+        db.session.commit()
+    page = new_page(browser)
+    sign_in(page, base, RESEARCHER)
+    response = page.goto(f"{base}/surveys/shared-survey/results")
+    assert response.status == 200 and "Shared survey" in page.text_content("h1")
+    for path in ("build", "questions/new", "questions/q1/edit"):
+        assert page.goto(f"{base}/surveys/shared-survey/{path}").status == 404, path
+    page.context.close()
+
+
+def axe_violations(page) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    return [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_builder_pages_have_no_serious_accessibility_violations(live_server, browser):
+    _, base = live_server
+    page = new_page(browser, bypass_csp=True)  # only so that axe itself can be injected
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/new")
+    page.fill("#title", "Accessible")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    build = page.url
+    page.click("#add-question")
+    page.fill("#epsilon", "0")
+    with page.expect_navigation():
+        page.click("text=Add question")  # no text and ε = 0: the error state
+    assert page.locator(".field-error").count() >= 2
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.goto(build)
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.context.close()
