@@ -22,7 +22,6 @@ from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.extensions import db
-from survey.lifecycle import publish
 from survey.models import Membership, Survey, User
 from survey.organize.preview import labels_for, points_text, probability_text
 from survey.privacy import CoinFlip, GeneralizedRR, margin_of_error
@@ -164,11 +163,12 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     assert page.locator(".question-item").count() == 3
     assert not page.csp_errors, page.csp_errors
 
-    # opening is the lifecycle's job: its domain function, straight on the database
+    # publish from the management page, as the organizer would
+    page.click("text=Publish, share and access")
+    with page.expect_navigation():
+        page.click("form[action*='/publish'] button")
     with app.app_context():
-        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-        publish(survey)
-        db.session.commit()
+        assert db.session.scalar(select(Survey.status).where(Survey.slug == slug)) == "open"
 
     respondent = new_page(browser)
     respondent.goto(f"{base}/s/{slug}")
