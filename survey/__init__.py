@@ -16,9 +16,9 @@ def create_app(test_config: dict[str, Any] | None = None):
     """Build the Flask application: config, extensions, blueprints, CLI commands."""
     from flask import Flask
 
-    from . import cli, config, logs, security
+    from . import cli, config, limits, logs, security
     from .auth import bp as auth_bp
-    from .extensions import csrf, db, login_manager
+    from .extensions import csrf, db, limiter, login_manager
     from .models import User
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
@@ -35,12 +35,15 @@ def create_app(test_config: dict[str, Any] | None = None):
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
         app.config.from_mapping(config.from_environment())
+        if config.is_production():
+            app.config.from_mapping(config.production_settings(dict(app.config)))
     else:
         app.config.from_mapping(test_config)
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
 
     db.init_app(app)
     csrf.init_app(app)
+    limiter.init_app(app)
     login_manager.init_app(app)
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Please sign in to see results."
@@ -53,6 +56,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)
     app.register_blueprint(organize_bp)
+    limits.init_app(app)
     security.init_app(app)
     logs.init_app()
     cli.register(app)

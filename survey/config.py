@@ -6,12 +6,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL")
+ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL", "SURVEY_ENV")
+DEV_SECRET = "dev-only-change-me"
+
+
+def is_production() -> bool:
+    return os.environ.get("SURVEY_ENV", "development").lower() == "production"
 
 
 def defaults(instance_path: str) -> dict[str, Any]:
     return {
-        "SECRET_KEY": "dev-only-change-me",
+        "SECRET_KEY": DEV_SECRET,
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + str(Path(instance_path) / "survey.sqlite"),
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         # A submission is a few hundred bytes; anything far larger is not a submission.
@@ -20,14 +25,33 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "REMEMBER_COOKIE_HTTPONLY": True,
         "WTF_CSRF_TIME_LIMIT": None,
+        # Rate limits (Flask-Limiter, in-memory counters only). Submissions are limited per address
+        # generously: people behind one school or office router share an address.
+        "RATELIMIT_ENABLED": True,
+        "RATELIMIT_STORAGE_URI": "memory://",
+        "LOGIN_RATE_LIMIT": "10 per minute",
+        "SUBMISSION_RATE_LIMIT": "600 per minute",
     }
 
 
+def production_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """SURVEY_ENV=production: cookies only over HTTPS, and a real SECRET_KEY or no start at all."""
+    if values.get("SECRET_KEY", DEV_SECRET) == DEV_SECRET:
+        raise RuntimeError(
+            "SURVEY_ENV=production needs SECRET_KEY set in the environment (a long random value, e.g. "
+            'python -c "import secrets; print(secrets.token_hex(32))")'
+        )
+    return {"SESSION_COOKIE_SECURE": True, "REMEMBER_COOKIE_SECURE": True, "PREFERRED_URL_SCHEME": "https"}
+
+
 def from_environment() -> dict[str, Any]:
-    """``DATABASE_URL`` and ``SECRET_KEY`` from the environment, where set."""
+    """``DATABASE_URL``, ``SECRET_KEY`` and the rate limits from the environment, where set."""
     values: dict[str, Any] = {}
     if os.environ.get("SECRET_KEY"):
         values["SECRET_KEY"] = os.environ["SECRET_KEY"]
+    for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT"):
+        if os.environ.get(key):
+            values[key] = os.environ[key]
     url = os.environ.get("DATABASE_URL")
     if url:
         values["SQLALCHEMY_DATABASE_URI"] = normalize_database_url(url)

@@ -28,6 +28,7 @@ MESSAGES = {
     409: "That conflicts with the current state.",
     413: "The request is too large: a survey submission is never this big.",
     415: "Send JSON with the header Content-Type: application/json.",
+    429: "Too many attempts from your connection: wait a minute, then try again. Nothing was changed.",
 }
 
 

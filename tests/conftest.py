@@ -46,6 +46,8 @@ def make_config(backend: str, tmp_path, request) -> dict:
         "TESTING": True,
         "SECRET_KEY": "test-secret",
         "WTF_CSRF_ENABLED": False,
+        # the limiter is process-wide; tests that sign in often would trip it (tested on its own)
+        "RATELIMIT_ENABLED": False,
     }
     if backend == "sqlite":
         config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{tmp_path / 'test.sqlite'}"

@@ -62,3 +62,46 @@ def test_security_headers(client):
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert response.headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_sign_in_is_rate_limited_in_memory(tmp_path):
+    from survey import create_app
+    from survey.extensions import limiter
+
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'limit.sqlite'}",
+            "WTF_CSRF_ENABLED": False,
+            "LOGIN_RATE_LIMIT": "3 per minute",
+            "RATELIMIT_ENABLED": True,
+        }
+    )
+    with app.app_context():
+        db.create_all()
+        limiter.reset()
+    client = app.test_client()
+    statuses = [client.post("/auth/login", data={"username": "x", "password": "y"}).status_code for _ in range(5)]
+    assert statuses == [401, 401, 401, 429, 429]
+    page = client.post("/auth/login", data={"username": "x", "password": "y"})
+    assert "Too many attempts" in page.get_data(as_text=True)
+    assert client.get("/auth/login").status_code == 200  # reading the form is not limited
+    assert app.config["RATELIMIT_STORAGE_URI"] == "memory://"
+    with app.app_context():
+        limiter.reset()
+
+
+def test_production_needs_a_secret_key_and_secure_cookies(monkeypatch):
+    import pytest
+
+    from survey import create_app
+
+    monkeypatch.setenv("SURVEY_ENV", "production")
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    monkeypatch.setenv("DATABASE_URL", "sqlite://")
+    with pytest.raises(RuntimeError, match="needs SECRET_KEY"):
+        create_app()
+    monkeypatch.setenv("SECRET_KEY", "a" * 64)
+    app = create_app()
+    assert app.config["SESSION_COOKIE_SECURE"] and app.config["REMEMBER_COOKIE_SECURE"]
+    monkeypatch.setenv("SURVEY_ENV", "development")
+    assert not create_app().config.get("SESSION_COOKIE_SECURE")
