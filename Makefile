@@ -58,6 +58,9 @@ test: lint chromium node_modules/.installed
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md
+	@$(MAKE) --no-print-directory chromium
+	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
+	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

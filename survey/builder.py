@@ -11,6 +11,7 @@ from typing import Any
 
 from .models import Option, Question, Survey
 from .specs import SpecError, parse_planning, parse_question
+from .text import text_problem
 
 #: Question fields that may still be corrected after a survey has been opened.
 TEXT_FIELDS = ("text", "help_text")
@@ -54,6 +55,10 @@ def update_details(survey: Survey, title: str, introduction: str, closing_messag
         raise SpecError("survey, field 'title': must be a non-empty text")
     if len(title) > 200:
         raise SpecError("survey, field 'title': is longer than 200 characters")
+    for name, value in (("title", title), ("introduction", introduction), ("closing_message", closing_message)):
+        problem = text_problem(value or "")
+        if problem:
+            raise SpecError(f"survey, field '{name}': {problem}")
     survey.title = title
     survey.introduction = (introduction or "").strip()
     survey.closing_message = (closing_message or "").strip()

@@ -55,7 +55,9 @@ def check_code(session: Session, survey: Survey, code: str | None) -> None:
     code = normalize(code)
     if not code:
         raise InvitationError("This survey is by invitation only: open it with the link from your invitation.")
-    row = session.scalar(select(Invitation).where(Invitation.code == code))
+    row = None
+    if code.isascii() and code.isalnum() and len(code) <= 40:
+        row = session.scalar(select(Invitation).where(Invitation.code == code))
     if row is None:
         raise InvitationError("This invitation code is not known. Check that the link was copied whole.")
     if row.survey_id != survey.id:

@@ -116,6 +116,10 @@ def import_draft(session: Session, document: str | bytes, owner: User) -> Survey
         raise SpecError(f"this is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
     except RecursionError:
         raise SpecError("the JSON is nested far deeper than any survey spec") from None
+    except SpecError:  # a key given twice (before ValueError: it is one)
+        raise
+    except ValueError:  # e.g. an integer of thousands of digits
+        raise SpecError("the JSON holds a number far too long for any field of a spec") from None
     if isinstance(spec, dict):
         spec = {**spec, "status": "draft"}
     return create_survey_from_spec(session, spec, owner=owner)

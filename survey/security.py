@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify, render_template, request
+from flask import Flask, Response, abort, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
+
+from .text import text_problem
+
+#: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
+#: app-wide size limit to them.
+OWN_BODY_PARSING = {"organize.import_spec"}
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -51,6 +57,18 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
+
+    @app.before_request
+    def refuse_what_is_not_text():
+        """A NUL or a lone surrogate in the path, the query or a form field never reaches the database."""
+        values = [request.path, *request.args.keys(), *request.args.values()]
+        form_types = ("application/x-www-form-urlencoded", "multipart/form-data")
+        if request.mimetype in form_types and request.endpoint not in OWN_BODY_PARSING:
+            values += [*request.form.keys(), *request.form.values()]
+        for value in values:
+            problem = text_problem(value)
+            if problem:
+                abort(400, description=f"The request {problem}. Nothing was changed.")
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from survey.privacy import Mechanism, mechanism_from_dict
 
 from .models import ACCESS_MODES, KINDS, STATUSES, Design, Option, Question, Survey, User
+from .text import text_problem
 
 SURVEY_FIELDS = {
     "title",
@@ -64,6 +65,9 @@ def _text(value: Any, where: str, *, required: bool = True, limit: int = 10_000)
         raise SpecError(f"{where}: must be a non-empty text" if required else f"{where}: must be a text")
     if len(value) > limit:
         raise SpecError(f"{where}: is longer than {limit} characters")
+    problem = text_problem(value)
+    if problem:
+        raise SpecError(f"{where}: {problem}")
     return value.strip()
 
 
@@ -129,7 +133,7 @@ def _question(raw: Any, index: int, seen_keys: set[str]) -> Question:
         where = f"question {index + 1} ({raw['key']!r})"
     _unknown(raw, QUESTION_FIELDS, where)
     key = raw.get("key", f"q{index + 1}")
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise SpecError(
             f"{where}, field 'key': must start with a lowercase letter and use only a-z, 0-9 and _ (up to 40)"
         )
@@ -219,7 +223,7 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     questions = [_question(raw, i, seen) for i, raw in enumerate(raw_questions)]
     slug = spec.get("slug")
     if slug is not None:
-        if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
+        if not isinstance(slug, str) or not SLUG_PATTERN.fullmatch(slug):
             raise SpecError("survey, field 'slug': use 3 to 80 characters from a-z, 0-9 and -")
         if session.scalar(select(Survey.id).where(Survey.slug == slug)) is not None:
             raise SpecError(f"survey, field 'slug': {slug!r} is already taken")
@@ -245,7 +249,7 @@ def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     cap = spec.get("epsilon_cap")
     if cap is not None:
-        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < math.inf:
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap < 1e6:
             raise SpecError("survey, field 'epsilon_cap': must be a number greater than 0, or left out for no cap")
         values["epsilon_cap"] = float(cap)
     if "expected_respondents" in spec:

@@ -7,6 +7,7 @@ present, the survey open); anything wrong refuses the whole submission and write
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ class SubmissionError(ValueError):
 def _code(value: Any, key: str, k: int) -> int:
     if isinstance(value, bool):
         raise SubmissionError(f"question {key!r}: the answer must be an option code, not {value!r}")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
         value = int(value.strip())
     if not isinstance(value, int):
         raise SubmissionError(f"question {key!r}: the answer must be an option code 0 to {k - 1}, got {value!r}")

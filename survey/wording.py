@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from survey.privacy import Mechanism, mechanism_posterior_bounds
+from survey.privacy import Mechanism, mechanism_posterior_bounds, posterior_bounds
 
 
 def percent(x: float) -> str:
@@ -80,3 +80,29 @@ def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
         f"Someone who was {percent(prior)} sure which option you would pick can, after seeing what is sent, "
         f"become at most {percent(high)} sure."
     )
+
+
+def total_deniability_sentence(epsilon: float) -> str:
+    """What a survey's total ε means: how far everything one respondent sends can move a belief.
+
+    With ε-differential privacy over all the randomized answers together, the odds of any statement
+    about a respondent's true answers can grow at most e^ε-fold, whatever an observer knew before.
+    """
+    if epsilon <= 0:
+        return "No question in this survey is randomized, so no answer is protected by randomization."
+    if math.isinf(epsilon):
+        return (
+            "At least one question protects only some of its answers, so there is no overall limit: what your "
+            "browser sends for that question can give the others away."
+        )
+    even, rare = (_at_most(posterior_bounds(epsilon, prior)[1]) for prior in (0.5, 0.1))
+    return (
+        f"Someone who was {percent(0.5)} sure of something about your true answers taken together (for example, that "
+        f"you answered “yes” to at least one of the randomized questions) can, after seeing everything your browser "
+        f"sends, become {even} sure; someone who was {percent(0.1)} sure can become {rare} sure."
+    )
+
+
+def _at_most(belief: float) -> str:
+    text = percent(belief)
+    return "almost 100%" if belief < 1 and text.startswith("100") else f"at most {text}"

@@ -26,6 +26,7 @@ PUBLIC = {
     "respond.show",
     "respond.submit_form",
     "respond.thanks",
+    "respond.privacy",
     "respond.submit_json",
 }
 #: For any signed-in user, because they concern no particular survey.

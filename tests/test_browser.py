@@ -1,15 +1,25 @@
 """The respondent's page in a real browser (Playwright driving Debian's Chromium).
 
 What these prove: a person can fill and send the demo survey; no request the page makes carries a
-true answer; the values posted for randomized questions really are random draws; the page's own
-randomizer samples each design's matrix columns (chi-square); without JavaScript nothing can be
-sent; and axe-core finds no serious or critical accessibility violation.
+true answer; the values posted for randomized questions really are random draws, different from one
+browser to the next; the same browser sending the same answers again (also after a reload) posts
+the same reports, derived from HMAC-SHA256 of its secret exactly as a Python reference computes
+them, and keeps nothing but that secret; the page's own randomizer samples each design's matrix
+columns, with fresh randomness and memoized over many secrets (chi-square); where the browser
+cannot keep a secret the page falls back to fresh draws and says so; without JavaScript nothing can
+be sent; and axe-core finds no serious or critical accessibility violation on the survey and
+privacy pages.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
+import struct
 import threading
+import zlib
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -22,13 +32,14 @@ from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.demo import create_demo
-from survey.extensions import db
+from survey.extensions import db, limiter
 from survey.models import Answer, Submission, Survey
 from survey.specs import create_survey_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"
+INSECURE_HOST = "insecure.test"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -36,7 +47,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
     "--disable-gpu",
+    # a host name that is not localhost: pages served from it over http are not a secure context
+    f"--host-resolver-rules=MAP {INSECURE_HOST} 127.0.0.1",
 ]
+STORAGE_KEY = "private-survey.secret"
 
 MORE_DESIGNS = {
     "title": "More designs",
@@ -79,6 +93,7 @@ def live_server(tmp_path_factory):
         create_demo(db.session, respondents=200)
         create_survey_from_spec(db.session, MORE_DESIGNS)
         db.session.commit()
+        limiter.reset()  # the in-memory counters are process-wide: start from none
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -122,6 +137,13 @@ def answer_demo(page, truth: dict[str, int]) -> None:
             page.click(f"label[for='{key}-{code}']")
 
 
+def set_answers(page, truth: dict[str, int]) -> None:
+    """Tick the answers at once, for many submissions (a person's clicks: the first test below)."""
+    page.evaluate(
+        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
+    )
+
+
 TRUTH = {"cannabis": 0, "cheating": 1, "drink_driving": 0, "harassment": 0, "sedatives": 4, "age_group": 2}
 
 
@@ -157,17 +179,34 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
             assert 0 <= posted[q.key] < len(q.options)
 
 
-def test_posted_values_are_random_draws_not_the_truth(live_server, page):
-    """Forty submissions of the same true answers: the reported values vary as the matrices say."""
-    _, base = live_server
-    requests = watch(page)
-    for _ in range(40):
+def submit_demo(page, base: str, truth: dict[str, int], navigate: bool = True) -> dict[str, str]:
+    """Open the demo survey (unless it is open already), answer ``truth``, send it; the posted fields."""
+    posts: list = []
+
+    def on_request(request):
+        if request.method == "POST":
+            posts.append(request)
+
+    page.on("request", on_request)
+    if navigate:
         page.goto(f"{base}/s/health-and-habits")
-        answer_demo(page, TRUTH)
-        with page.expect_navigation():
-            page.click("#submit-button")
-    posts = [dict(parse_qsl(r.post_data)) for r in requests if r.method == "POST"]
-    assert len(posts) == 40
+    set_answers(page, truth)
+    with page.expect_navigation():
+        page.click("#submit-button")
+    page.remove_listener("request", on_request)
+    assert "Thank you" in page.text_content("h1")
+    assert len(posts) == 1
+    return dict(parse_qsl(posts[0].post_data))
+
+
+def test_posted_values_are_random_draws_not_the_truth(live_server, browser):
+    """Forty browsers send the same true answers: the reported values vary as the matrices say."""
+    _, base = live_server
+    posts = []
+    for _ in range(40):
+        context = browser.new_context()  # a new browser: a new secret, so a fresh draw
+        posts.append(submit_demo(context.new_page(), base, TRUTH))
+        context.close()
     for key in ("cannabis", "cheating", "drink_driving", "harassment", "sedatives"):
         values = [int(p[f"q_{key}"]) for p in posts]
         assert len(set(values)) > 1, f"{key}: every submission posted {values[0]}"
@@ -176,6 +215,152 @@ def test_posted_values_are_random_draws_not_the_truth(live_server, page):
     # cannabis: coin flip, P(report yes | yes) = 3/4; 40 draws put it well inside (0.45, 0.95)
     share = np.mean([p["q_cannabis"] == "0" for p in posts])
     assert 0.45 < share < 0.95
+
+
+def demo_columns(page) -> dict[str, list[list[float]]]:
+    pairs = page.eval_on_selector_all(
+        "fieldset[data-randomized]", "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])"
+    )
+    return dict(pairs)
+
+
+def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: list[float]) -> int:
+    """What memo.js must send, computed independently: HMAC-SHA256 → 53-bit uniform → inverse CDF."""
+    message = f"{slug}\n{key}\n{true_code}".encode()
+    mac = hmac.new(bytes.fromhex(secret_hex), message, hashlib.sha256).digest()
+    high, low = struct.unpack(">II", mac[:8])
+    u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
+    cumulative = 0.0
+    for reported, p in enumerate(column):
+        cumulative += p
+        if u < cumulative:
+            return reported
+    return max(r for r, p in enumerate(column) if p > 0)
+
+
+def stored_secret(page) -> str:
+    return page.evaluate(f"localStorage.getItem({STORAGE_KEY!r})")
+
+
+def test_same_browser_sends_the_same_reports_again(live_server, browser):
+    """Twice in one tab, after a reload, in a second tab: identical reports, the HMAC reference's."""
+    _, base = live_server
+    context = browser.new_context()
+    page = context.new_page()
+    first = submit_demo(page, base, TRUTH)
+    assert page.is_visible("#privacy-link")
+    second = submit_demo(page, base, TRUTH)
+    page.go_back()  # back to the form (from the browser's cache, where it keeps one)
+    after_back = submit_demo(page, base, TRUTH, navigate=False)
+    page.goto(f"{base}/s/health-and-habits")
+    page.reload()
+    after_reload = submit_demo(page, base, TRUTH, navigate=False)
+    other_tab = submit_demo(context.new_page(), base, TRUTH)
+    reported = {name: value for name, value in first.items() if name != "csrf_token"}
+    for again in (second, after_back, after_reload, other_tab):
+        assert {name: value for name, value in again.items() if name != "csrf_token"} == reported
+
+    page.goto(f"{base}/s/health-and-habits")
+    assert page.is_visible("#memo-on") and not page.is_visible("#memo-off")
+    secret = stored_secret(page)
+    for key, columns in demo_columns(page).items():
+        expected = reference_report(secret, "health-and-habits", key, TRUTH[key], columns[TRUTH[key]])
+        assert int(reported[f"q_{key}"]) == expected, key
+    context.close()
+
+    fresh = browser.new_context()  # another browser: another secret
+    fresh_page = fresh.new_page()
+    submit_demo(fresh_page, base, TRUTH)
+    assert stored_secret(fresh_page) != secret
+    fresh.close()
+
+
+def test_changing_a_true_answer_can_change_the_report(live_server, browser):
+    """With a known secret, each true answer of the 5-option question gets its own memoized report."""
+    _, base = live_server
+    secret = bytes(range(32)).hex()
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/s/health-and-habits")
+    page.evaluate("([k, v]) => localStorage.setItem(k, v)", [STORAGE_KEY, secret])
+    page.reload()
+    column = demo_columns(page)["sedatives"]
+    expected = [reference_report(secret, "health-and-habits", "sedatives", t, column[t]) for t in range(5)]
+    assert len(set(expected)) > 1  # true of this secret; the test below checks the page agrees
+    for true_code in range(5):
+        posted = submit_demo(page, base, {**TRUTH, "sedatives": true_code})
+        assert int(posted["q_sedatives"]) == expected[true_code], f"true answer {true_code}"
+    assert stored_secret(page) == secret
+    context.close()
+
+
+def session_cookie_payload(value: str) -> dict:
+    """Flask's session cookie: signed, not encrypted; its first part is (maybe compressed) JSON."""
+    compressed = value.startswith(".")
+    data = value.lstrip(".").split(".")[0]
+    raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+    return json.loads(zlib.decompress(raw) if compressed else raw)
+
+
+def test_browser_keeps_only_the_secret(live_server, browser):
+    _, base = live_server
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/s/health-and-habits")
+    assert page.evaluate("localStorage.length") == 0  # nothing is kept until the form is sent
+    submit_demo(page, base, TRUTH)
+    submit_demo(page, base, {**TRUTH, "sedatives": 1})
+    storage = page.evaluate("Object.assign({}, localStorage)")
+    assert list(storage) == [STORAGE_KEY]
+    assert len(storage[STORAGE_KEY]) == 64 and int(storage[STORAGE_KEY], 16) >= 0  # 32 bytes in hex, no more
+    assert page.evaluate("sessionStorage.length") == 0
+    assert page.evaluate("indexedDB.databases().then(dbs => dbs.length)") == 0
+    for cookie in context.cookies():
+        assert cookie["name"] == "session"
+        assert set(session_cookie_payload(cookie["value"])) <= {"csrf_token", "_fresh"}  # _fresh: Flask-Login
+    context.close()
+
+
+def test_a_second_press_sends_once(live_server, page):
+    _, base = live_server
+    requests = watch(page)
+    page.goto(f"{base}/s/health-and-habits")
+    answer_demo(page, TRUTH)
+    with page.expect_navigation():
+        page.evaluate(
+            "() => { const f = document.getElementById('survey-form'); f.requestSubmit(); f.requestSubmit(); }"
+        )
+    assert len([r for r in requests if r.method == "POST"]) == 1
+
+
+BLOCK_STORAGE = """Object.defineProperty(window, "localStorage", {
+  get() { throw new DOMException("site storage is blocked", "SecurityError"); } });"""
+HIDE_SUBTLE = """Object.defineProperty(Crypto.prototype, "subtle", { get() { return undefined; } });"""
+
+
+@pytest.mark.parametrize("why", ["insecure context", "storage blocked", "no crypto.subtle"])
+def test_without_memoization_the_page_draws_afresh_and_says_so(live_server, browser, why):
+    _, base = live_server
+    context = browser.new_context()
+    if why == "insecure context":  # the real thing: http on a host that is not localhost
+        base = base.replace("127.0.0.1", INSECURE_HOST)
+    else:
+        context.add_init_script(BLOCK_STORAGE if why == "storage blocked" else HIDE_SUBTLE)
+    page = context.new_page()
+    page.goto(f"{base}/s/health-and-habits")
+    if why == "insecure context":
+        assert page.evaluate("isSecureContext") is False
+    assert page.evaluate("SurveyMemo.available()") is False
+    assert page.is_visible("#memo-off") and not page.is_visible("#memo-on")
+    assert "new random answers are drawn" in page.text_content("#memo-off")
+    # every path without a secret is the same one (browserKey() gives null): prove it draws afresh once
+    submissions = 8 if why == "insecure context" else 1
+    posts = [submit_demo(page, base, TRUTH) for _ in range(submissions)]
+    if submissions > 1:  # all eight alike has probability 3e-5 with fresh draws, 1 with memoized ones
+        assert len({tuple(sorted((k, v) for k, v in p.items() if k != "csrf_token")) for p in posts}) > 1
+    if why != "storage blocked":
+        assert page.evaluate("localStorage.length") == 0
+    context.close()
 
 
 @pytest.mark.parametrize("slug", ["health-and-habits", "more-designs"])
@@ -194,14 +379,50 @@ def test_page_randomizer_follows_each_matrix_column(live_server, page, slug):
         matrix = matrices[key]
         np.testing.assert_allclose(np.array(cols).T, matrix, atol=1e-15)  # the page carries the stored matrix
         for true, column in enumerate(cols):
-            counts = np.array(page.evaluate("([c, n]) => SurveyRandomizer.sampleCounts(c, n)", [column, draws]))
-            expected = matrix[:, true] * draws
-            possible = expected > 0
-            assert counts[~possible].sum() == 0, f"{key}: drew a value the design cannot report"
-            if possible.sum() == 1:
-                continue  # a one-sided design's protected answer: the only possible report, checked above
-            p = chisquare(counts[possible], expected[possible]).pvalue
-            assert p > 1e-4, f"{key}, true answer {true}: chi-square p = {p:.2e}, counts {counts}"
+            counts = page.evaluate("([c, n]) => SurveyRandomizer.sampleCounts(c, n)", [column, draws])
+            check_counts(f"{key}, true answer {true}", counts, matrix[:, true])
+
+
+def check_counts(what: str, counts: list[int], column: np.ndarray) -> None:
+    """Counts of reports drawn from ``column``: never an impossible value, and chi-square p > 1e-4."""
+    counts = np.array(counts)
+    expected = column * counts.sum()
+    possible = expected > 0
+    assert counts[~possible].sum() == 0, f"{what}: drew a value the design cannot report"
+    if possible.sum() == 1:
+        return  # a one-sided design's protected answer: the only possible report, checked above
+    p = chisquare(counts[possible], expected[possible]).pvalue
+    assert p > 1e-4, f"{what}: chi-square p = {p:.2e}, counts {counts}"
+
+
+#: Memoized reports of many browsers (a fresh secret each), or of one browser over many question keys.
+MEMO_COUNTS = """async ([column, draws, slug, key, code, vary]) => {
+  const counts = new Array(column.length).fill(0);
+  const one = await SurveyMemo.importSecret(crypto.getRandomValues(new Uint8Array(32)));
+  const jobs = [];
+  for (let i = 0; i < draws; i++) {
+    const secret = vary === "secrets" ? SurveyMemo.importSecret(crypto.getRandomValues(new Uint8Array(32))) : one;
+    const question = vary === "secrets" ? key : key + "_" + i;
+    jobs.push(Promise.resolve(secret).then(k => SurveyMemo.report(k, column, slug, question, code)));
+  }
+  for (const r of await Promise.all(jobs)) counts[r] += 1;
+  return counts;
+}"""
+
+
+@pytest.mark.parametrize("vary", ["secrets", "question keys"])
+@pytest.mark.parametrize("slug", ["health-and-habits", "more-designs"])
+def test_memoized_reports_follow_each_matrix_column(live_server, page, slug, vary):
+    """The HMAC output is uniform, so over browsers (or questions) memoized reports follow the column."""
+    app, base = live_server
+    page.goto(f"{base}/s/{slug}")
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        matrices = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
+    for key, cols in demo_columns(page).items():
+        for true, column in enumerate(cols):
+            counts = page.evaluate(MEMO_COUNTS, [column, 10_000, slug, key, true, vary])
+            check_counts(f"{key}, true answer {true}, memoized over {vary}", counts, matrices[key][:, true])
 
 
 def test_uniform_uses_53_bits_from_the_injected_source(page, live_server):
@@ -264,3 +485,39 @@ def test_respondent_page_has_no_serious_accessibility_violations(live_server, br
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
     context.close()
+
+
+@pytest.mark.parametrize("slug", ["health-and-habits", "more-designs"])
+def test_privacy_page_is_linked_readable_on_a_phone_and_accessible(live_server, browser, slug):
+    _, base = live_server
+    context = browser.new_context(viewport={"width": 360, "height": 740}, bypass_csp=True)  # bypass: for axe
+    page = context.new_page()
+    page.goto(f"{base}/s/{slug}")
+    with page.expect_navigation():
+        page.click("#privacy-link")
+    assert page.url == f"{base}/s/{slug}/privacy"
+    assert page.text_content("h1").startswith("Your privacy in")
+    text = page.text_content("main")
+    for words in ("ε =", "If you answer more than once", "another browser", "What is stored", "cannot"):
+        assert words in text
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    assert page.evaluate("document.querySelectorAll('script, style, [style]').length") == 0
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    context.close()
+
+
+def test_survey_and_privacy_pages_run_under_the_content_security_policy(live_server, page):
+    """No inline script or style anywhere on the respondent's pages, and nothing the CSP blocks."""
+    _, base = live_server
+    blocked: list[str] = []
+    page.on(
+        "console", lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    for path in ("/s/health-and-habits", "/s/health-and-habits/privacy", "/s/more-designs"):
+        page.goto(base + path)
+        assert page.evaluate("document.querySelectorAll('script:not([src]), style, [style]').length") == 0
+    submit_demo(page, base, TRUTH)  # and the thank-you page it lands on
+    assert page.is_visible("#privacy-link")
+    assert page.evaluate("document.querySelectorAll('script:not([src]), style, [style]').length") == 0
+    assert not blocked, blocked

@@ -84,6 +84,8 @@ def _with(path, value):
         (_with(["questions", 3, "privacy"], {"design": "grr", "epsilon": 1}), "direct question is asked plainly"),
         (_with(["questions", 3, "key"], "drugs"), "question 4 \\('drugs'\\), field 'key'.*earlier question"),
         (_with(["questions", 3, "key"], "Age Group"), "field 'key'"),
+        (_with(["questions", 3, "key"], "age\n"), "field 'key'"),
+        (_with(["slug"], "small-test\n"), "field 'slug'"),
         (_with(["questions", 3, "key"], "submitted_on"), "reserved for a column of the microdata"),
         (_with(["questions", 0, "required"], "yes"), "field 'required'"),
         (

@@ -3,6 +3,10 @@
  * name, owned by a form that is never sent) is replaced by a reported value drawn from the column of
  * the question's matrix for that answer; only those reported values are posted. Directly asked
  * questions post their answer as given.
+ *
+ * Where the browser can keep a secret (see memo.js), each draw is memoized: the same true answer to
+ * the same question gives the same report on every submission from this browser. Elsewhere each
+ * submission draws afresh, and the page says so.
  */
 (function () {
   "use strict";
@@ -14,6 +18,8 @@
   var status = document.getElementById("form-status");
   var button = document.getElementById("submit-button");
   var fieldsets = Array.prototype.slice.call(form.querySelectorAll("fieldset.question"));
+  var memo = window.SurveyMemo || null;
+  var sending = false;
 
   // Group each question's true-answer radios (arrow keys, one choice) inside the never-sent form.
   fieldsets.forEach(function (fieldset) {
@@ -23,6 +29,17 @@
       });
     }
   });
+
+  // Tell the respondent whether a second submission from this browser would repeat the first.
+  function showMemo(on) {
+    var yes = document.getElementById("memo-on");
+    var no = document.getElementById("memo-off");
+    if (yes && no) {
+      yes.hidden = !on;
+      no.hidden = on;
+    }
+  }
+  showMemo(Boolean(memo && memo.available()));
 
   function chosen(fieldset) {
     var selector = fieldset.hasAttribute("data-randomized")
@@ -39,6 +56,46 @@
     }
   }
 
+  function column(fieldset, trueCode) {
+    return JSON.parse(fieldset.dataset.columns)[trueCode];
+  }
+
+  function freshReports(items) {
+    return items.map(function (item) {
+      return window.SurveyRandomizer.sample(column(item[0], item[1]));
+    });
+  }
+
+  /* One reported value per [fieldset, true code]: memoized where possible, fresh draws otherwise. */
+  function reportAll(items) {
+    if (!memo) {
+      return Promise.resolve(freshReports(items));
+    }
+    var slug = form.dataset.survey;
+    return memo
+      .browserKey()
+      .then(function (key) {
+        if (!key) {
+          return null;
+        }
+        return Promise.all(
+          items.map(function (item) {
+            return memo.report(key, column(item[0], item[1]), slug, item[0].dataset.key, item[1]);
+          })
+        );
+      })
+      .catch(function () {
+        return null;
+      })
+      .then(function (reports) {
+        if (reports === null) {
+          showMemo(false);
+          return freshReports(items);
+        }
+        return reports;
+      });
+  }
+
   form.addEventListener("change", function (event) {
     var fieldset = event.target.closest("fieldset.question");
     if (fieldset && chosen(fieldset)) {
@@ -48,6 +105,9 @@
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
+    if (sending) {
+      return; // a second press while the first is being randomized or sent
+    }
     var missing = [];
     var toReport = [];
     fieldsets.forEach(function (fieldset) {
@@ -69,18 +129,37 @@
       missing[0].querySelector("input").focus();
       return;
     }
-    toReport.forEach(function (item) {
-      var fieldset = item[0];
-      var columns = JSON.parse(fieldset.dataset.columns);
-      var reported = window.SurveyRandomizer.sample(columns[item[1]]);
-      var field = fieldset.querySelector("input[data-reported-for]");
-      field.value = String(reported);
-      field.disabled = false;
-    });
+    sending = true;
     button.disabled = true;
     status.className = "";
     status.textContent = "";
-    HTMLFormElement.prototype.submit.call(form);
+    reportAll(toReport)
+      .then(function (reports) {
+        toReport.forEach(function (item, i) {
+          var field = item[0].querySelector("input[data-reported-for]");
+          field.value = String(reports[i]);
+          field.disabled = false;
+        });
+        HTMLFormElement.prototype.submit.call(form);
+      })
+      .catch(function () {
+        sending = false;
+        button.disabled = false;
+        status.className = "alert";
+        status.textContent = "Your answers could not be randomized, so nothing was sent. Please reload the page and try again.";
+      });
+  });
+
+  // Coming back to this page from the browser's cache: let the form be used again, reports cleared.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      sending = false;
+      button.disabled = false;
+      form.querySelectorAll("input[data-reported-for]").forEach(function (field) {
+        field.value = "";
+        field.disabled = true;
+      });
+    }
   });
 
   button.disabled = false;

@@ -38,7 +38,7 @@ YES_NO = ("yes", "no")
 def _check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:
     try:
         value = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(value) or not low <= value <= high:
         raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
@@ -48,7 +48,7 @@ def _check_probability(name: str, value: float, *, low: float = 0.0, high: float
 def _check_epsilon(epsilon: float) -> float:
     try:
         epsilon = float(epsilon)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"epsilon must be a number, got {epsilon!r}") from None
     if not math.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number greater than 0, got {epsilon!r}")
@@ -417,8 +417,8 @@ class GeneralizedRR(Mechanism):
         if epsilon is not None:
             try:
                 epsilon = float(epsilon)
-            except (TypeError, ValueError):
-                raise ValueError(f"epsilon must be a number, got {epsilon!r}") from None
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"epsilon must be a number in range, got {epsilon!r:.40}") from None
             if math.isnan(epsilon) or epsilon <= 0:
                 raise ValueError(f"epsilon must be greater than 0, got {epsilon!r}")
             if math.isinf(epsilon):

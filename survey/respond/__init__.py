@@ -1,4 +1,5 @@
-"""Public pages for respondents: the survey form, its JSON API, and the thank-you page."""
+"""Public pages for respondents: the survey form, its JSON API, the thank-you page, and the page that
+explains what is and is not protected."""
 
 from flask import Blueprint
 

@@ -15,7 +15,7 @@ from survey.privacy import Mechanism
 
 from ..models import Question, Survey
 from ..tallies import survey_total_epsilon
-from ..wording import deniability_sentence, describe_design, epsilon_text
+from ..wording import deniability_sentence, describe_design, epsilon_text, total_deniability_sentence
 
 
 @dataclass
@@ -61,7 +61,16 @@ class QuestionView:
 class SurveyPage:
     survey: Survey
     questions: list[QuestionView]
-    total_epsilon: str
+    #: The survey's total ε: the sum over its randomized questions (∞ if one is one-sided).
+    epsilon: float
+
+    @property
+    def total_epsilon(self) -> str:
+        return epsilon_text(self.epsilon)
+
+    @property
+    def total_deniability(self) -> str:
+        return total_deniability_sentence(self.epsilon)
 
     @property
     def randomized(self) -> list[QuestionView]:
@@ -74,7 +83,7 @@ class SurveyPage:
 
 def survey_page(survey: Survey) -> SurveyPage:
     views = [QuestionView(q, q.mechanism()) for q in survey.questions]
-    return SurveyPage(survey, views, epsilon_text(survey_total_epsilon(survey)))
+    return SurveyPage(survey, views, survey_total_epsilon(survey))
 
 
 def option_label(label: str) -> str:

@@ -80,6 +80,14 @@ def thanks(slug: str):
     return render_template("respond/thanks.html", survey=_survey_or_404(slug))
 
 
+@bp.get("/s/<slug>/privacy")
+def privacy(slug: str):
+    """What is and is not protected, in plain words. A survey by invitation keeps its question texts
+    for invitees: here its questions are named by number only, and no invitation code is asked for."""
+    survey = _survey_or_404(slug)
+    return render_template("respond/privacy.html", page=survey_page(survey), show_texts=survey.access == "link")
+
+
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
@@ -110,8 +118,12 @@ def submit_json(slug: str):
         return _api_error("the body is not valid UTF-8", 400)
     except json.JSONDecodeError as error:
         return _api_error(f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}", 400)
-    except SubmissionError as error:
+    except RecursionError:
+        return _api_error("the body is nested far deeper than any submission", 400)
+    except SubmissionError as error:  # a key given twice (before ValueError: it is one)
         return _api_error(error.message, 400)
+    except ValueError:  # an integer of thousands of digits: Python refuses to convert it
+        return _api_error("the body holds a number far too long to be an option code", 400)
     if not isinstance(body, dict) or "answers" not in body or not set(body) <= {"answers", "invitation"}:
         return _api_error('the body must be an object with the field "answers" (and "invitation" if needed)', 400)
     invitation = body.get("invitation")

@@ -1,0 +1,405 @@
+"""No request the respondent's page makes carries the true answer to a randomized question.
+
+A real browser (Playwright driving Debian's Chromium) answers two surveys that cover every design
+(coin flip, Warner, unrelated question, GRR on yes/no and on five options, forced response, a
+one-sided coin flip) and a direct question, one by open link and one by single-use invitation code.
+Each submission comes from a new browser (so with a new secret: its reports are fresh draws) with
+true answers picked at random, and every request is captured: URL, headers and body. The tests
+then check that only the CSRF token, the invitation code and the reported values ``q_<key>`` are
+posted; that nothing the page sends names or carries a true answer or the browser's secret; that
+the reports lie in each question's domain and, over all submissions, equal the truth only as often
+as the matrix diagonal says (a binomial test), never always; that the database holds exactly what
+was posted; and that no stored column and no request-log line holds an invitation code.
+
+The privacy page (``/s/<slug>/privacy``) is checked here too, over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
+from playwright.sync_api import sync_playwright
+from scipy.stats import binomtest
+from sqlalchemy import MetaData, select
+from werkzeug.serving import make_server
+
+from survey import create_app
+from survey.extensions import db, limiter
+from survey.invitations import generate_codes
+from survey.models import Answer, Invitation, Submission, Survey
+from survey.respond.page import survey_page
+from survey.specs import create_survey_from_spec
+
+from .conftest import SMALL_SPEC
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
+STORAGE_KEY = "private-survey.secret"
+SUBMISSIONS_PER_MODE = 30
+
+QUESTIONS = [
+    {
+        "key": "coin",
+        "kind": "yes_no",
+        "text": "Coin flip?",
+        "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+    },
+    {"key": "warner", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": 0.75}},
+    {
+        "key": "unrelated",
+        "kind": "yes_no",
+        "text": "Unrelated question?",
+        "privacy": {"design": "unrelated_question", "sensitive_probability": 0.6, "unrelated_yes_rate": 0.3},
+    },
+    {"key": "grr_yes_no", "kind": "yes_no", "text": "GRR on yes/no?", "privacy": {"design": "grr", "epsilon": 1.5}},
+    {
+        "key": "grr_five",
+        "kind": "choice",
+        "text": "GRR on five options?",
+        "options": ["never", "once", "sometimes", "often", "always"],
+        "privacy": {"design": "grr", "truth_probability": 0.5},
+    },
+    {
+        "key": "forced",
+        "kind": "choice",
+        "text": "Forced response?",
+        "options": ["a", "b", "c"],
+        "privacy": {"design": "forced_response", "forced": [0.1, 0.15, 0.05]},
+    },
+    {
+        "key": "one_sided",
+        "kind": "yes_no",
+        "text": "One-sided coin flip?",
+        "privacy": {"design": "coin_flip", "truth_probability": 0.6, "yes_probability": 1.0, "allow_one_sided": True},
+    },
+    {"key": "direct", "kind": "direct", "text": "Asked directly?", "options": ["x", "y", "z"]},
+]
+MODES = {"link": "network-link", "invitation": "network-codes"}
+
+
+@dataclass
+class Sent:
+    """One submission: what the respondent answered and everything their browser sent."""
+
+    mode: str
+    truth: dict[str, int]
+    code: str | None
+    secret: str
+    memo_on: bool
+    requests: list[dict] = field(default_factory=list)
+
+    @property
+    def posts(self) -> list[dict]:
+        return [r for r in self.requests if r["method"] == "POST"]
+
+    @property
+    def posted(self) -> dict[str, str]:
+        return dict(parse_qsl(self.posts[0]["post_data"], keep_blank_values=True))
+
+
+@dataclass
+class Run:
+    app: object
+    base: str
+    sent: list[Sent]
+    options: dict[str, int]  # question key → number of options
+    matrices: dict[str, np.ndarray]  # randomized question key → its matrix
+    log: list[str]
+    unused_codes: list[str]
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("network") / "network.sqlite"
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "network-tests"})
+    with app.app_context():
+        db.create_all()
+        for mode, slug in MODES.items():
+            spec = {"title": f"Every design ({mode})", "slug": slug, "access": mode, "questions": QUESTIONS}
+            survey = create_survey_from_spec(db.session, spec)
+            if mode == "invitation":
+                db.session.flush()
+                codes = generate_codes(db.session, survey, SUBMISSIONS_PER_MODE + 5)
+        db.session.commit()
+        survey = db.session.scalar(select(Survey).where(Survey.slug == MODES["link"]))
+        options = {q.key: len(q.options) for q in survey.questions}
+        matrices = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
+        limiter.reset()  # the in-memory counters are process-wide: start from none
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_port}"
+
+    # every line the request log writes while the browsers answer, as it would reach a log file
+    collect = Collect()
+    werkzeug_log = logging.getLogger("werkzeug")
+    old_level = werkzeug_log.level
+    werkzeug_log.setLevel(logging.INFO)
+    werkzeug_log.addHandler(collect)
+
+    picker = random.Random(20260)
+    sent: list[Sent] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            for mode, slug in MODES.items():
+                for i in range(SUBMISSIONS_PER_MODE):
+                    truth = {key: picker.randrange(k) for key, k in options.items()}
+                    code = codes[i] if mode == "invitation" else None
+                    sent.append(submit(browser, base, slug, truth, code, mode))
+            browser.close()
+    finally:
+        werkzeug_log.removeHandler(collect)
+        werkzeug_log.setLevel(old_level)
+        server.shutdown()
+    yield Run(app, base, sent, options, matrices, collect.lines, codes[SUBMISSIONS_PER_MODE:])
+    with app.app_context():
+        db.engine.dispose()
+
+
+def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | None, mode: str) -> Sent:
+    """A new browser opens the survey, ticks ``truth``, sends it; every request it made is kept."""
+    context = browser.new_context()
+    page = context.new_page()
+    captured: list = []
+    context.on("request", lambda request: captured.append(request))
+    page.goto(f"{base}/s/{slug}" + (f"?code={code}" if code else ""))
+    memo_on = page.is_visible("#memo-on")
+    page.evaluate(
+        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
+    )
+    with page.expect_navigation():
+        page.click("#submit-button")
+    assert page.url == f"{base}/s/{slug}/thanks", page.text_content("main")
+    secret = page.evaluate(f"localStorage.getItem({STORAGE_KEY!r})")
+    requests = [
+        {"url": r.url, "method": r.method, "headers": r.all_headers(), "post_data": r.post_data or ""} for r in captured
+    ]
+    context.close()
+    return Sent(mode, truth, code, secret, memo_on, requests)
+
+
+def carried(request: dict) -> str:
+    """Everything a request carries, as text: URL, every header name and value, the body."""
+    headers = "\n".join(f"{name}: {value}" for name, value in request["headers"].items())
+    return "\n".join([request["url"], headers, request["post_data"]])
+
+
+def test_each_browser_memoized_with_a_secret_of_its_own(run):
+    assert len(run.sent) == 2 * SUBMISSIONS_PER_MODE
+    assert all(s.memo_on for s in run.sent)  # 127.0.0.1 is a secure context: memoization is on
+    secrets = [s.secret for s in run.sent]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", secret) for secret in secrets)
+    assert len(set(secrets)) == len(secrets)
+
+
+def test_no_request_carries_a_true_answer_or_the_secret(run):
+    for s in run.sent:
+        assert s.requests, "nothing was captured"
+        for request in s.requests:
+            assert request["url"].startswith(run.base + "/"), f"a request left the site: {request['url']}"
+            text = carried(request)
+            assert "truth" not in text.lower(), text
+            assert s.secret not in text.lower()
+            assert STORAGE_KEY not in text
+
+
+def test_only_the_token_the_code_and_reported_values_are_posted(run):
+    expected_fields = {"csrf_token"} | {f"q_{key}" for key in run.options}
+    for s in run.sent:
+        assert len(s.posts) == 1
+        post = s.posts[0]
+        slug = MODES[s.mode]
+        assert post["url"] == f"{run.base}/s/{slug}"
+        assert post["headers"]["content-type"] == "application/x-www-form-urlencoded"
+        pairs = parse_qsl(post["post_data"], keep_blank_values=True)
+        names = [name for name, _ in pairs]
+        assert len(names) == len(set(names)), f"a field was sent twice: {names}"
+        if s.mode == "invitation":
+            assert set(names) == expected_fields | {"invitation"}
+            assert s.posted["invitation"] == s.code
+        else:
+            assert set(names) == expected_fields
+        for key, k in run.options.items():
+            value = s.posted[f"q_{key}"]
+            assert value.isdigit() and 0 <= int(value) < k, f"{key}: {value!r} is outside its options"
+        assert int(s.posted["q_direct"]) == s.truth["direct"]  # asked directly: sent as given
+        # the only query string the page ever sends is the invitation code it was opened with
+        for request in s.requests:
+            query = urlsplit(request["url"]).query
+            opened_with = s.mode == "invitation" and request["url"] == f"{run.base}/s/{slug}?code={s.code}"
+            assert not query or opened_with, request["url"]
+            assert request["method"] == "GET" or request is post
+
+
+def test_reports_equal_the_truth_only_as_often_as_the_design_says(run):
+    """Per randomized question, over all submissions: the share of reports equal to the true answer.
+
+    Given the true answers used, a report equals the truth with probability Q[t, t]; the count of
+    matches is then Poisson-binomial, tested against a binomial with the mean of those probabilities
+    (which the Poisson-binomial never exceeds in variance, so the test is on the safe side).
+    """
+    n = len(run.sent)
+    for key, matrix in run.matrices.items():
+        truths = [s.truth[key] for s in run.sent]
+        reports = [int(s.posted[f"q_{key}"]) for s in run.sent]
+        matches = sum(t == r for t, r in zip(truths, reports, strict=True))
+        expected = float(np.mean([matrix[t, t] for t in truths]))
+        assert matches < n, f"{key}: every report was the true answer"
+        p = binomtest(matches, n, expected).pvalue
+        assert p > 1e-5, f"{key}: {matches}/{n} reports were the truth, expected {expected:.3f} (p = {p:.1e})"
+        for t, r in zip(truths, reports, strict=True):
+            assert matrix[r, t] > 0, f"{key}: reported {r} for true answer {t}, which the design cannot do"
+
+
+def test_the_database_holds_exactly_what_was_posted(run):
+    with run.app.app_context():
+        for mode, slug in MODES.items():
+            survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+            keys = {q.id: q.key for q in survey.questions}
+            submissions = db.session.scalars(
+                select(Submission).where(Submission.survey_id == survey.id).order_by(Submission.id)
+            ).all()
+            stored = []
+            for submission in submissions:
+                answers = db.session.scalars(select(Answer).where(Answer.submission_id == submission.id))
+                stored.append({f"q_{keys[a.question_id]}": str(a.value) for a in answers})
+            posted = [
+                {name: value for name, value in s.posted.items() if name.startswith("q_")}
+                for s in run.sent
+                if s.mode == mode
+            ]
+            assert stored == posted
+        # a submission is its survey and a date; an invitation is its code and whether it was used
+        assert {c.key for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
+        assert {c.key for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
+        assert {c.key for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used"}
+
+
+def test_invitation_codes_are_used_up_and_stored_nowhere_else(run):
+    used = [s.code for s in run.sent if s.code]
+    assert len(used) == SUBMISSIONS_PER_MODE
+    with run.app.app_context():
+        rows = dict(db.session.execute(select(Invitation.code, Invitation.used)).all())
+        assert all(rows[code] for code in used)
+        assert not any(rows[code] for code in run.unused_codes)
+        tables = MetaData()
+        tables.reflect(db.engine)  # every table the database has, whether or not a model maps it
+        assert {"submissions", "answers", "invitations"} <= set(tables.tables)
+        found = []
+        for table in tables.sorted_tables:
+            for row in db.session.execute(table.select()).mappings():
+                for column, value in row.items():
+                    if table.name == "invitations" and column == "code":
+                        continue  # where the codes live, and only there
+                    text = value if isinstance(value, str) else json.dumps(value, default=str)
+                    found += [(table.name, column) for code in used + run.unused_codes if code in text]
+        assert not found, f"invitation codes found in {sorted(set(found))}"
+
+
+def test_the_request_log_keeps_no_address_no_time_and_no_invitation_code(run):
+    """survey/logs.py drops the address, the time and the query string (where a code travels)."""
+    assert any("POST /s/network-codes " in line for line in run.log), "the request log was not captured"
+    assert any("GET /s/network-codes " in line for line in run.log)  # the coded link, logged without its code
+    codes = [s.code for s in run.sent if s.code]
+    for line in run.log:
+        assert "127.0.0.1" not in line and not re.search(r"\d\d:\d\d:\d\d", line), line
+        assert "code=" not in line and not any(code in line for code in codes), line
+
+
+# ---- the privacy page, over HTTP ----
+
+
+def _make(app, spec: dict, **changes) -> str:
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, spec)
+        for name, value in changes.items():
+            setattr(survey, name, value)
+        db.session.commit()
+        return survey.slug
+
+
+def test_privacy_page_says_what_is_and_is_not_protected(app, client):
+    slug = _make(app, SMALL_SPEC)
+    response = client.get(f"/s/{slug}/privacy")
+    assert response.status_code == 200
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    html = response.get_data(as_text=True)
+    with app.app_context():
+        page = survey_page(db.session.scalar(select(Survey).where(Survey.slug == slug)))
+        sentence = page.total_deniability
+        total = page.total_epsilon
+        per_question = [(q.question.text, q.epsilon) for q in page.randomized]
+    assert f"ε = {total}" in html and sentence in html
+    for text, epsilon in per_question:
+        assert text in html and f"ε = {epsilon}" in html
+    assert "Age group?" in html and "Asked directly" in html  # the direct question, named as not protected
+    for words in (
+        "If you answer more than once",
+        "another browser or another device",
+        "clearing this site",
+        "IP address",
+        "time of day",
+        "open to anyone with its link",
+        "What this page cannot promise",
+    ):
+        assert words in html, words
+    assert "<script" not in html and "style=" not in html and "<style" not in html
+
+
+def test_privacy_page_of_a_survey_by_invitation_names_questions_by_number(app, client):
+    slug = _make(app, SMALL_SPEC, access="invitation")
+    html = client.get(f"/s/{slug}/privacy").get_data(as_text=True)  # no code is needed to read it
+    assert "Question 1" in html and "Question 4" in html
+    for q in SMALL_SPEC["questions"]:
+        assert q["text"] not in html
+    assert "nothing links the code to your answers" in html and "marked as used" in html
+
+
+def test_privacy_page_follows_the_survey_page_404_rules(app, client):
+    assert client.get("/s/no-such-survey/privacy").status_code == 404
+    draft = _make(app, {**SMALL_SPEC, "slug": "a-draft", "status": "draft"})
+    assert client.get(f"/s/{draft}/privacy").status_code == 404
+    closed = _make(app, {**SMALL_SPEC, "slug": "a-closed-one", "status": "closed"})
+    assert client.get(f"/s/{closed}/privacy").status_code == 200
+
+
+def test_every_respondent_page_links_to_the_privacy_page(app, client):
+    link = _make(app, SMALL_SPEC)
+    by_code = _make(app, {**SMALL_SPEC, "slug": "by-code"}, access="invitation")
+    closed = _make(app, {**SMALL_SPEC, "slug": "closed-one", "status": "closed"})
+    pages = [
+        f"/s/{link}",
+        f"/s/{link}/thanks",
+        f"/s/{by_code}",  # the "this survey is by invitation" page
+        f"/s/{by_code}?code=WRONGCODE",
+        f"/s/{closed}",
+    ]
+    for path in pages:
+        slug = path.split("/")[2].split("?")[0]
+        html = client.get(path).get_data(as_text=True)
+        assert f'href="/s/{slug}/privacy"' in html, path
