@@ -259,8 +259,11 @@ def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
         values["expected_respondents"] = n
     if "target_margin" in spec:
         m = spec["target_margin"]
-        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m < 1:
-            raise SpecError("survey, field 'target_margin': must be a share between 0 and 1, such as 0.05")
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0.001 <= m < 1:
+            raise SpecError(
+                "survey, field 'target_margin': must be a share between 0 and 1, at least 0.001 "
+                "(0.1 percentage points), such as 0.05"
+            )
         values["target_margin"] = float(m)
     if "access" in spec:
         if spec["access"] not in ACCESS_MODES:

@@ -191,6 +191,13 @@ def test_warner_from_epsilon(eps):
     assert Warner.from_epsilon(eps).p > 0.5
 
 
+def test_from_epsilon_never_overflows():
+    assert CoinFlip.from_epsilon(700.0).truth_probability == 1.0
+    assert CoinFlip.from_epsilon(800.0, 0.3).truth_probability == 1.0
+    with pytest.raises(ValueError, match="singular"):  # ε so small the reports say nothing
+        CoinFlip.from_epsilon(1e-12)
+
+
 def test_from_epsilon_errors():
     with pytest.raises(ValueError, match="only one answer is protected"):
         CoinFlip.from_epsilon(1.0, 1.0)

@@ -310,8 +310,8 @@ class CoinFlip(Mechanism):
         m = min(f, 1.0 - f)
         if m == 0.0:
             raise ValueError("with yes_probability 0 or 1 only one answer is protected: ε is infinite")
-        grow = m * math.expm1(eps)
-        return cls(grow / (1.0 + grow), f)
+        # p = 1 / (1 + 1/(m(e^ε − 1))), written with e^−ε so that no ε overflows
+        return cls(1.0 / (1.0 + math.exp(-eps) / (m * -math.expm1(-eps))), f)
 
     @property
     def truth_probability(self) -> float:

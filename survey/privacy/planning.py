@@ -68,7 +68,10 @@ def sample_size(mechanism: Mechanism, margin: float, share: float = 0.5, level: 
     if not 0.0 < margin < 1.0:
         raise ValueError(f"the target margin must be between 0 and 1, got {margin!r}")
     variance = per_respondent_variance(mechanism, share, category)
-    return max(1, math.ceil(_z(level) ** 2 * variance / margin**2 - 1e-9))
+    needed = _z(level) ** 2 * variance / margin**2
+    if not math.isfinite(needed):
+        raise ValueError(f"a margin of {margin:g} is too small to plan for")
+    return max(1, math.ceil(needed - 1e-9))
 
 
 def design_effect(mechanism: Mechanism, share: float = 0.5, category: int = 0) -> float:
