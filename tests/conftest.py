@@ -6,11 +6,14 @@ and CI's) cannot drop each other's tables.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import uuid
 
 import pytest
 from sqlalchemy import create_engine, text
+from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.extensions import db
@@ -56,6 +59,19 @@ def make_config(backend: str, tmp_path, request) -> dict:
         config["SQLALCHEMY_DATABASE_URI"] = _pg_url()
         config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"options": f"-csearch_path={schema}"}}
     return config
+
+
+@contextlib.contextmanager
+def serve(app):
+    """Serve ``app`` on 127.0.0.1 at a free port, one thread per request; yields the port."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
 
 
 @pytest.fixture(params=BACKENDS)

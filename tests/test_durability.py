@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, func, select, text
-from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.extensions import db
@@ -34,7 +33,7 @@ from survey.privacy import estimate
 from survey.specs import create_survey_from_spec
 from survey.tallies import question_mechanism, survey_results
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config
+from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
@@ -203,12 +202,8 @@ def live(request, tmp_path):
         db.create_all()
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield app, server.server_port
-    server.shutdown()
-    thread.join(timeout=5)
+    with serve(app) as port:
+        yield app, port
     with app.app_context():
         db.session.remove()
         db.drop_all()

@@ -15,7 +15,6 @@ import threading
 
 import pytest
 from sqlalchemy import func, select
-from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.extensions import db
@@ -23,7 +22,7 @@ from survey.invitations import generate_codes
 from survey.models import Answer, Invitation, Submission, Survey
 from survey.specs import create_survey_from_spec
 
-from .conftest import BACKENDS, SMALL_SPEC, make_config
+from .conftest import BACKENDS, SMALL_SPEC, make_config, serve
 
 CLIENTS = 8
 ROUNDS = 4
@@ -40,12 +39,8 @@ def live(request, tmp_path):
         db.create_all()
         create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
         db.session.commit()
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield app, server.server_port
-    server.shutdown()
-    thread.join(timeout=5)
+    with serve(app) as port:
+        yield app, port
     with app.app_context():
         db.session.remove()
         db.drop_all()
