@@ -251,13 +251,14 @@ def live_server() -> Iterator[tuple[str, dict[str, Question]]]:
     from survey import create_app
     from survey.extensions import db
     from survey.models import Survey
+    from survey.schema import upgrade_database
     from survey.specs import create_survey_from_spec
 
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/audit.sqlite", "SECRET_KEY": "epsilon-audit"})
         questions: dict[str, Question] = {}
         with app.app_context():
-            db.create_all()
+            upgrade_database()
             for spec in SPECS:
                 create_survey_from_spec(db.session, spec)
             db.session.commit()

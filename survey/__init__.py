@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def create_app(test_config: dict[str, Any] | None = None):
     """Build the Flask application: config, extensions, blueprints, CLI commands."""
     from flask import Flask
 
-    from . import cli, config, limits, logs, security
+    from . import cli, config, connections, limits, logs, security
     from .auth import bp as auth_bp
-    from .extensions import csrf, db, limiter, login_manager
+    from .extensions import csrf, db, limiter, login_manager, migrate
+    from .health import bp as health_bp
     from .models import User
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
@@ -40,8 +42,18 @@ def create_app(test_config: dict[str, Any] | None = None):
     else:
         app.config.from_mapping(test_config)
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    if app.config.get("TRUSTED_PROXIES"):
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        # Behind N proxies, the client's address (for the rate limits) and scheme come from their
+        # X-Forwarded-* headers; without this every respondent would share the proxy's address.
+        hops = int(app.config["TRUSTED_PROXIES"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
 
     db.init_app(app)
+    migrate.init_app(app, db, directory=str(MIGRATIONS))
+    with app.app_context():
+        connections.ping_idle_connections(db.engine)
     csrf.init_app(app)
     limiter.init_app(app)
     login_manager.init_app(app)
@@ -52,6 +64,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     def load_user(user_id: str) -> User | None:
         return db.session.get(User, int(user_id))
 
+    app.register_blueprint(health_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)

@@ -1,4 +1,7 @@
-"""``flask --app survey ...`` commands: init-db, demo, create-user, import-survey, estimate."""
+"""``flask --app survey ...`` commands: init-db, demo, create-user, import-survey, estimate, recount.
+
+(``flask --app survey db ...`` are Flask-Migrate's: Alembic's upgrade, downgrade, current, history.)
+"""
 
 from __future__ import annotations
 
@@ -16,12 +19,31 @@ def _urls(slug: str, host: str) -> tuple[str, str]:
     return f"{host}/s/{slug}", f"{host}/surveys/{slug}/results"
 
 
+def _require_current_schema() -> None:
+    from .schema import current_revision, head_revision
+
+    current, head = current_revision(), head_revision()
+    if current != head:
+        raise click.ClickException(
+            f"the database schema is at {current or 'nothing'}, not {head}: run `flask --app survey init-db` first"
+        )
+
+
 def register(app: Flask) -> None:
     @app.cli.command("init-db")
     def init_db() -> None:
-        """Create the tables that do not exist yet."""
-        db.create_all()
-        click.echo(f"Database ready: {db.engine.url.render_as_string(hide_password=True)}")
+        """Create or upgrade the schema by running the migrations (a new database gets every one)."""
+        from .schema import SchemaError, upgrade_database
+
+        try:
+            before, after = upgrade_database()
+        except SchemaError as error:
+            raise click.ClickException(str(error)) from None
+        where = db.engine.url.render_as_string(hide_password=True)
+        if before == after:
+            click.echo(f"Database ready (schema {after}, up to date): {where}")
+        else:
+            click.echo(f"Database ready (schema {before or 'empty'} → {after}): {where}")
 
     @app.cli.command("demo")
     @click.option("--respondents", default=3000, show_default=True, help="simulated respondents")
@@ -31,7 +53,7 @@ def register(app: Flask) -> None:
         """Create the demo survey with simulated respondents, and print where to look."""
         from .demo import DEMO_PASSWORD, DEMO_USER, create_demo
 
-        db.create_all()
+        _require_current_schema()
         if if_empty and db.session.scalar(select(Survey.id).limit(1)) is not None:
             click.echo("The database already has surveys; no demo added.")
             return
@@ -47,7 +69,7 @@ def register(app: Flask) -> None:
     @click.password_option(help="the new user's password (asked for if not given)")
     def create_user(username: str, password: str) -> None:
         """Create a user who can sign in and see results."""
-        db.create_all()
+        _require_current_schema()
         if len(password) < 8:
             raise click.BadParameter("use at least 8 characters", param_hint="password")
         if db.session.scalar(select(User).where(User.username == username)) is not None:
@@ -66,7 +88,7 @@ def register(app: Flask) -> None:
         """Create a survey from a JSON spec (see the README for the format)."""
         from .specs import SpecError, create_survey_from_spec
 
-        db.create_all()
+        _require_current_schema()
         try:
             spec = json.load(file)
         except json.JSONDecodeError as error:
@@ -99,3 +121,33 @@ def register(app: Flask) -> None:
         if survey is None:
             raise click.ClickException(f"no survey {slug!r}")
         click.echo(json.dumps(estimates_document(db.session, survey), indent=2, ensure_ascii=False))
+
+    @app.cli.command("recount")
+    @click.argument("slug", required=False)
+    @click.option("--fix", is_flag=True, help="replace tallies that differ by the recount")
+    def recount_command(slug: str | None, fix: bool) -> None:
+        """Check the running tallies of one survey (or all) against a GROUP BY over the stored answers."""
+        from .tallies import rebuild_tallies, tally_mismatches
+
+        query = select(Survey).order_by(Survey.id)
+        if slug:
+            query = query.where(Survey.slug == slug)
+        surveys = db.session.scalars(query).all()
+        if slug and not surveys:
+            raise click.ClickException(f"no survey {slug!r}")
+        wrong = 0
+        for survey in surveys:
+            problems = tally_mismatches(db.session, survey)
+            if not problems:
+                click.echo(f"{survey.slug}: tallies agree with the stored answers")
+                continue
+            wrong += 1
+            click.echo(f"{survey.slug}: tallies differ from the stored answers:")
+            for problem in problems:
+                click.echo(f"  {problem}")
+            if fix:
+                rebuild_tallies(db.session, survey)
+                db.session.commit()
+                click.echo(f"  rebuilt from a recount; now: {tally_mismatches(db.session, survey) or 'agree'}")
+        if wrong and not fix:
+            raise click.ClickException(f"{wrong} survey(s) with tallies that differ; run again with --fix to rebuild")

@@ -18,7 +18,6 @@ def defaults(instance_path: str) -> dict[str, Any]:
     return {
         "SECRET_KEY": DEV_SECRET,
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + str(Path(instance_path) / "survey.sqlite"),
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         # A submission is a few hundred bytes; anything far larger is not a submission.
         "MAX_CONTENT_LENGTH": 64 * 1024,
         "SESSION_COOKIE_HTTPONLY": True,
@@ -31,6 +30,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "RATELIMIT_STORAGE_URI": "memory://",
         "LOGIN_RATE_LIMIT": "10 per minute",
         "SUBMISSION_RATE_LIMIT": "600 per minute",
+        # How many reverse proxies in front of the app set X-Forwarded-For/-Proto/-Host (0: none).
+        "TRUSTED_PROXIES": 0,
     }
 
 
@@ -45,13 +46,18 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def from_environment() -> dict[str, Any]:
-    """``DATABASE_URL``, ``SECRET_KEY`` and the rate limits from the environment, where set."""
+    """``DATABASE_URL``, ``SECRET_KEY``, the rate limits and the proxies from the environment, where set."""
     values: dict[str, Any] = {}
     if os.environ.get("SECRET_KEY"):
         values["SECRET_KEY"] = os.environ["SECRET_KEY"]
     for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT"):
         if os.environ.get(key):
             values[key] = os.environ[key]
+    if os.environ.get("TRUSTED_PROXIES"):
+        try:
+            values["TRUSTED_PROXIES"] = int(os.environ["TRUSTED_PROXIES"])
+        except ValueError:
+            raise RuntimeError("TRUSTED_PROXIES must be a whole number: how many proxies set X-Forwarded-*") from None
     url = os.environ.get("DATABASE_URL")
     if url:
         values["SQLALCHEMY_DATABASE_URI"] = normalize_database_url(url)

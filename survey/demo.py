@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from .models import Answer, Submission, Survey, User
 from .specs import create_survey_from_spec
+from .tallies import rebuild_tallies
 
 DEMO_SLUG = "health-and-habits"
 DEMO_USER = "demo"
@@ -91,7 +92,11 @@ def ensure_demo_user(session: Session) -> User:
 
 
 def simulate_respondents(session: Session, survey: Survey, respondents: int, seed: int = 2026) -> None:
-    """Insert ``respondents`` simulated submissions, randomized by each question's own mechanism."""
+    """Insert ``respondents`` simulated submissions, randomized by each question's own mechanism.
+
+    A bulk insert rather than ``record_submission`` per respondent, so the running tallies are
+    rebuilt from the inserted rows at the end.
+    """
     rng = np.random.default_rng(seed)
     reported = {}
     for q in survey.questions:
@@ -113,6 +118,7 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
             for j, i in enumerate(ids)
         ],
     )
+    rebuild_tallies(session, survey)
 
 
 def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey:

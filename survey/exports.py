@@ -1,7 +1,7 @@
 """What a researcher downloads: the estimates (CSV, JSON), the randomized microdata and its codebook.
 
 The estimates are exactly those of the results page: they come from :func:`survey.tallies.survey_results`
-(a GROUP BY and :func:`survey.privacy.estimate`), so a file can never disagree with the page. The
+(the running tallies and :func:`survey.privacy.estimate`), so a file can never disagree with the page. The
 microdata hold reported values only, the very codes the respondents' browsers sent; with the codebook's
 matrices they are enough to redo every estimate in R or Python. Every field is described in
 ``docs/exports.md``.
@@ -21,7 +21,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from .models import Answer, Question, Submission, Survey
-from .tallies import submission_count, survey_results, survey_total_epsilon
+from .tallies import survey_counts, survey_results, survey_total_epsilon
 
 #: The confidence level of every interval in the exports.
 LEVEL = 0.95
@@ -91,17 +91,18 @@ def _epsilon_fields(epsilon: float) -> dict[str, Any]:
 
 def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -> dict[str, Any]:
     """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
+    counts = survey_counts(session, survey)
     return {
         "survey": {
             "slug": survey.slug,
             "title": survey.title,
             "status": survey.status,
             "simulated": survey.is_simulated,
-            "submissions": submission_count(session, survey),
+            "submissions": counts.submissions,
         },
         **_epsilon_fields(survey_total_epsilon(survey)),
         "level": level,
-        "questions": [result.to_dict(level) for result in survey_results(session, survey)],
+        "questions": [result.to_dict(level) for result in survey_results(session, survey, counts)],
     }
 
 

@@ -1,10 +1,10 @@
 """Single-use invitation codes.
 
 A code is claimed by one conditional UPDATE (``... SET used = true WHERE code = ? AND used = false``)
-in the same transaction as the submission it admits: two submissions racing with one code cannot
-both succeed, on SQLite (one writer at a time) or PostgreSQL (the row lock makes the second UPDATE
-re-read the row and match nothing). The code row keeps no time and no submission id, and the
-submission keeps no code.
+in the same transaction (on PostgreSQL, the same statement) as the submission it admits: two
+submissions racing with one code cannot both succeed, on SQLite (one writer at a time) or
+PostgreSQL (the row lock makes the second UPDATE re-read the row and match nothing).
+The code row keeps no time and no submission id, and the submission keeps no code.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ def normalize(code: str | None) -> str:
     return (code or "").strip().upper().replace("-", "").replace(" ", "")
 
 
-def check_code(session: Session, survey: Survey, code: str | None) -> None:
+USED_MESSAGE = "This invitation code has already been used: each code admits one set of answers."
+
+
+def check_code(session: Session, survey_id: int, code: str | None) -> None:
     """Raise InvitationError with a message a respondent can read unless ``code`` is usable now."""
     code = normalize(code)
     if not code:
@@ -60,23 +63,25 @@ def check_code(session: Session, survey: Survey, code: str | None) -> None:
         row = session.scalar(select(Invitation).where(Invitation.code == code))
     if row is None:
         raise InvitationError("This invitation code is not known. Check that the link was copied whole.")
-    if row.survey_id != survey.id:
+    if row.survey_id != survey_id:
         raise InvitationError("This invitation code is for a different survey.")
     if row.used:
-        raise InvitationError("This invitation code has already been used: each code admits one set of answers.")
+        raise InvitationError(USED_MESSAGE)
 
 
-def claim(session: Session, survey: Survey, code: str | None) -> None:
-    """Mark ``code`` used, atomically, or raise InvitationError. Part of the caller's transaction."""
-    check_code(session, survey, code)
+def claim(session: Session, survey_id: int, code: str | None) -> bool:
+    """Mark ``code`` used, atomically, in the caller's transaction; whether it was still unused.
+
+    (On PostgreSQL the submission path claims inside its single write statement instead; see
+    :func:`survey.submissions.write_submission`.)
+    """
     result = session.execute(
         update(Invitation)
-        .where(Invitation.survey_id == survey.id, Invitation.code == normalize(code), Invitation.used.is_(False))
+        .where(Invitation.survey_id == survey_id, Invitation.code == normalize(code), Invitation.used.is_(False))
         .values(used=True)
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
-        raise InvitationError("This invitation code has already been used: each code admits one set of answers.")
+    return result.rowcount == 1
 
 
 @dataclass(frozen=True)

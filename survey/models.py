@@ -11,7 +11,20 @@ import datetime as dt
 from typing import Any
 
 from flask_login import UserMixin
-from sqlalchemy import JSON, Boolean, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -27,6 +40,19 @@ ROLES = ("organizer", "researcher")
 
 def today() -> dt.date:
     return dt.datetime.now(dt.UTC).date()
+
+
+def accepting_on(status: str, opens_on: dt.date | None, closes_on: dt.date | None, day: dt.date) -> tuple[bool, str]:
+    """Whether a survey in this state accepts a submission made on ``day``, and if not, why (in words)."""
+    if status == "draft":
+        return False, "This survey is not published yet."
+    if status == "closed":
+        return False, "This survey is closed and no longer accepts answers."
+    if opens_on is not None and day < opens_on:
+        return False, f"This survey opens on {opens_on.isoformat()}."
+    if closes_on is not None and day > closes_on:
+        return False, f"This survey closed on {closes_on.isoformat()} and no longer accepts answers."
+    return True, ""
 
 
 class User(UserMixin, db.Model):
@@ -89,15 +115,7 @@ class Survey(db.Model):
 
     def accepting_on(self, day: dt.date) -> tuple[bool, str]:
         """Whether a submission made on ``day`` is accepted, and if not, why (in words)."""
-        if self.status == "draft":
-            return False, "This survey is not published yet."
-        if self.status == "closed":
-            return False, "This survey is closed and no longer accepts answers."
-        if self.opens_on is not None and day < self.opens_on:
-            return False, f"This survey opens on {self.opens_on.isoformat()}."
-        if self.closes_on is not None and day > self.closes_on:
-            return False, f"This survey closed on {self.closes_on.isoformat()} and no longer accepts answers."
-        return True, ""
+        return accepting_on(self.status, self.opens_on, self.closes_on, day)
 
     @property
     def randomized_questions(self) -> list[Question]:
@@ -157,10 +175,14 @@ class Question(db.Model):
     simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
 
     survey: Mapped[Survey] = relationship(back_populates="questions")
+    # "selectin": a survey's questions arrive with their options and designs in three queries in
+    # all, instead of two more per question.
     options: Mapped[list[Option]] = relationship(
-        back_populates="question", order_by="Option.code", cascade="all, delete-orphan"
+        back_populates="question", order_by="Option.code", cascade="all, delete-orphan", lazy="selectin"
     )
-    design: Mapped[Design | None] = relationship(back_populates="question", uselist=False, cascade="all, delete-orphan")
+    design: Mapped[Design | None] = relationship(
+        back_populates="question", uselist=False, cascade="all, delete-orphan", lazy="selectin"
+    )
 
     @property
     def is_randomized(self) -> bool:
@@ -256,3 +278,36 @@ class Answer(db.Model):
     value: Mapped[int] = mapped_column(Integer)
 
     submission: Mapped[Submission] = relationship(back_populates="answers")
+
+
+#: Running tallies are split over this many rows per counted cell. Concurrent submissions add to a
+#: randomly chosen shard, so on PostgreSQL two of them wait for each other's row lock only when they
+#: pick the same shard; readers sum the shards (at most SHARDS × cells rows, whatever the number of
+#: respondents).
+TALLY_SHARDS = 16
+
+
+class AnswerTally(db.Model):
+    """How many times a question's reported value was stored: a running count for the estimates.
+
+    Kept in the very transaction that stores the answers (see :mod:`survey.submissions`), so it is
+    exactly the GROUP BY count of the answers at every commit; :mod:`survey.tallies` can recount and
+    compare. Like an answer, a row holds no trace of who reported what or when.
+    """
+
+    __tablename__ = "answer_tallies"
+
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+
+
+class SubmissionTally(db.Model):
+    """How many submissions a survey has stored: the running count beside :class:`AnswerTally`."""
+
+    __tablename__ = "submission_tallies"
+
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)

@@ -1,7 +1,11 @@
-"""Counting reported values in the database and turning the counts into estimates.
+"""Counting reported values and turning the counts into estimates.
 
-Counts come from one GROUP BY over the answers of a survey; no response is loaded into Python, so
-the cost of an estimate does not grow with respondents beyond what the database itself does.
+Estimates read running tallies (``answer_tallies``, ``submission_tallies``) that every submission
+adds to in its own transaction (:func:`survey.submissions.write_submission`), so the counts of a
+survey cost a read of at most ``TALLY_SHARDS × cells`` rows whether it has ten respondents or ten
+million. The tallies must always equal a GROUP BY over the stored answers; :func:`recount` computes that GROUP BY and
+:func:`tally_mismatches` compares the two (the tests and ``flask --app survey recount`` use them).
+Nothing here ever loads individual responses into Python.
 """
 
 from __future__ import annotations
@@ -11,17 +15,65 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, literal, select, text, union_all
 from sqlalchemy.orm import Session
 
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
-from .models import Answer, Question, Submission, Survey
+from .models import Answer, AnswerTally, Question, Submission, SubmissionTally, Survey
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A survey's counts at one moment: submissions, and per question id the count of each code."""
+
+    submissions: int
+    by_question: dict[int, np.ndarray]
+
+
+def _empty_counts(survey: Survey) -> dict[int, np.ndarray]:
+    return {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions}
+
+
+def survey_counts(session: Session, survey: Survey) -> Counts:
+    """The running tallies, summed over shards, read in one statement (so the submission count and
+    the answer counts come from the same snapshot)."""
+    answers = (
+        select(AnswerTally.question_id, AnswerTally.value, func.sum(AnswerTally.count))
+        .join(Question, Question.id == AnswerTally.question_id)
+        .where(Question.survey_id == survey.id)
+        .group_by(AnswerTally.question_id, AnswerTally.value)
+    )
+    submissions = select(literal(None), literal(None), func.sum(SubmissionTally.count)).where(
+        SubmissionTally.survey_id == survey.id
+    )
+    counts = _empty_counts(survey)
+    total = 0
+    for question_id, value, count in session.execute(union_all(answers, submissions)):
+        if question_id is None:
+            total = int(count or 0)
+        elif question_id in counts and 0 <= value < len(counts[question_id]):
+            counts[question_id][value] = int(count)
+    return Counts(total, counts)
 
 
 def reported_counts(session: Session, survey: Survey) -> dict[int, np.ndarray]:
-    """question id → counts of each reported code, by one GROUP BY."""
-    counts = {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions}
+    """question id → counts of each reported code (from the running tallies)."""
+    return survey_counts(session, survey).by_question
+
+
+def submission_count(session: Session, survey: Survey) -> int:
+    """How many submissions the survey has stored (from the running tally)."""
+    total = session.scalar(select(func.sum(SubmissionTally.count)).where(SubmissionTally.survey_id == survey.id))
+    return int(total or 0)
+
+
+# -- keeping the tallies ---------------------------------------------------------------------------
+
+
+def recount(session: Session, survey: Survey) -> Counts:
+    """The counts by GROUP BY over the stored submissions and answers: what the tallies must equal."""
+    counts = _empty_counts(survey)
     rows = session.execute(
         select(Answer.question_id, Answer.value, func.count())
         .join(Question, Question.id == Answer.question_id)
@@ -30,11 +82,51 @@ def reported_counts(session: Session, survey: Survey) -> dict[int, np.ndarray]:
     )
     for question_id, value, count in rows:
         counts[question_id][value] = count
-    return counts
+    total = session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
+    return Counts(int(total or 0), counts)
 
 
-def submission_count(session: Session, survey: Survey) -> int:
-    return session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id)) or 0
+def tally_mismatches(session: Session, survey: Survey) -> list[str]:
+    """Where the running tallies differ from a recount, in words; empty when they agree."""
+    kept, counted = survey_counts(session, survey), recount(session, survey)
+    problems = []
+    if kept.submissions != counted.submissions:
+        problems.append(f"submissions: tally {kept.submissions}, recount {counted.submissions}")
+    for q in survey.questions:
+        a, b = kept.by_question[q.id], counted.by_question[q.id]
+        if not np.array_equal(a, b):
+            problems.append(f"question {q.key!r}: tally {a.tolist()}, recount {b.tolist()}")
+    return problems
+
+
+def rebuild_tallies(session: Session, survey: Survey) -> None:
+    """Replace the survey's tallies by a recount (after a bulk load; to repair). The caller commits.
+
+    On PostgreSQL the tally tables are locked against writers first (SHARE ROW EXCLUSIVE: readers go
+    on, submissions wait), so a submission committing meanwhile is either in the recount or adds to
+    the rebuilt tally, never both and never neither. SQLite has one writer at a time anyway.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("LOCK TABLE answer_tallies, submission_tallies IN SHARE ROW EXCLUSIVE MODE"))
+    question_ids = select(Question.id).where(Question.survey_id == survey.id).scalar_subquery()
+    session.execute(delete(AnswerTally).where(AnswerTally.question_id.in_(question_ids)))
+    session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey.id))
+    counted = recount(session, survey)
+    rows = [
+        {"question_id": qid, "value": code, "shard": 0, "count": int(c)}
+        for qid, counts in counted.by_question.items()
+        for code, c in enumerate(counts)
+        if c
+    ]
+    if rows:
+        session.execute(AnswerTally.__table__.insert(), rows)
+    if counted.submissions:
+        session.execute(
+            SubmissionTally.__table__.insert(), [{"survey_id": survey.id, "shard": 0, "count": counted.submissions}]
+        )
+
+
+# -- estimates -------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -101,12 +193,13 @@ def question_mechanism(question: Question) -> Mechanism:
     return mechanism
 
 
-def survey_results(session: Session, survey: Survey) -> list[QuestionResult]:
-    counts = reported_counts(session, survey)
+def survey_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[QuestionResult]:
+    """Every question's counts and estimate; ``counts`` defaults to the running tallies read now."""
+    by_question = (counts or survey_counts(session, survey)).by_question
     results = []
     for q in survey.questions:
         mech = question_mechanism(q)
-        c = counts[q.id]
+        c = by_question[q.id]
         results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
     return results
 

@@ -1,13 +1,16 @@
 """Fixtures: the app on a real database (SQLite, and PostgreSQL when TEST_DATABASE_URL is set).
 
-PostgreSQL tests run in a schema of their own, so that two test runs on one server (a developer's
-and CI's) cannot drop each other's tables.
+The schema comes from the migrations, as in production: they run once per test session (into a
+SQLite template file that each test copies, and into the PostgreSQL schema, which each test
+empties). PostgreSQL tests run in a schema of their own, so that two test runs on one server (a
+developer's and CI's) cannot drop each other's tables.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 import uuid
 
@@ -18,6 +21,7 @@ from werkzeug.serving import make_server
 from survey import create_app
 from survey.extensions import db
 from survey.models import User
+from survey.schema import VERSION_TABLE, upgrade_database
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
@@ -29,22 +33,55 @@ def _pg_url() -> str:
     return normalize_database_url(PG_URL or "")
 
 
+def migrate(config: dict) -> None:
+    """Run every migration on the database ``config`` names (the only way the schema is made)."""
+    app = create_app(config)
+    with app.app_context():
+        upgrade_database()
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory):
+    """A migrated, empty SQLite database that tests copy instead of migrating again."""
+    path = tmp_path_factory.mktemp("schema") / "template.sqlite"
+    migrate({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "test-secret"})
+    return path
+
+
 @pytest.fixture(scope="session")
 def pg_schema():
-    """A private PostgreSQL schema for this test session, dropped at the end."""
+    """A private, migrated PostgreSQL schema for this test session, dropped at the end."""
     if not PG_URL:
         pytest.skip("TEST_DATABASE_URL is not set")
     schema = f"test_{uuid.uuid4().hex[:10]}"
     engine = create_engine(_pg_url())
     with engine.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    migrate(
+        {
+            "SQLALCHEMY_DATABASE_URI": _pg_url(),
+            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"options": f"-csearch_path={schema}"}},
+            "SECRET_KEY": "test-secret",
+        }
+    )
     yield schema
     with engine.begin() as conn:
         conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     engine.dispose()
 
 
+def empty_pg_schema(schema: str) -> None:
+    """Remove every row but the migration record, and restart the id sequences."""
+    tables = ", ".join(f'"{schema}"."{t.name}"' for t in db.metadata.sorted_tables if t.name != VERSION_TABLE)
+    engine = create_engine(_pg_url())
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
 def make_config(backend: str, tmp_path, request) -> dict:
+    """Configuration for an app on a migrated database that holds no rows yet."""
     config = {
         "TESTING": True,
         "SECRET_KEY": "test-secret",
@@ -53,9 +90,12 @@ def make_config(backend: str, tmp_path, request) -> dict:
         "RATELIMIT_ENABLED": False,
     }
     if backend == "sqlite":
-        config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{tmp_path / 'test.sqlite'}"
+        path = tmp_path / "test.sqlite"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{path}"
     else:
         schema = request.getfixturevalue("pg_schema")
+        empty_pg_schema(schema)
         config["SQLALCHEMY_DATABASE_URI"] = _pg_url()
         config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"options": f"-csearch_path={schema}"}}
     return config
@@ -77,13 +117,9 @@ def serve(app):
 @pytest.fixture(params=BACKENDS)
 def app(request, tmp_path):
     app = create_app(make_config(request.param, tmp_path, request))
-    with app.app_context():
-        db.drop_all()
-        db.create_all()
     yield app
     with app.app_context():
         db.session.remove()
-        db.drop_all()
         db.engine.dispose()
 
 
@@ -93,8 +129,6 @@ def csrf_app(tmp_path, request):
     config = make_config("sqlite", tmp_path, request)
     config["WTF_CSRF_ENABLED"] = True
     app = create_app(config)
-    with app.app_context():
-        db.create_all()
     yield app
     with app.app_context():
         db.engine.dispose()

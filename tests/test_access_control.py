@@ -21,6 +21,7 @@ from .test_manage import make_user, sign_in
 #: Open to anyone: the respondent's pages and API, sign-in, the start page, static files.
 PUBLIC = {
     "static",
+    "health.health",
     "auth.login",
     "results.index",
     "respond.show",
@@ -124,10 +125,10 @@ def test_the_allow_lists_name_real_endpoints(app):
     assert endpoints >= PUBLIC and endpoints >= ANY_SIGNED_IN
 
 
-def test_public_routes_are_the_respondent_sign_in_start_and_static(app):
+def test_public_routes_are_the_respondent_sign_in_start_health_and_static(app):
     """A new public route must be added to PUBLIC on purpose, not by forgetting a check."""
     public = {rule.endpoint for rule in app.url_map.iter_rules() if rule.endpoint in PUBLIC}
-    assert {e.split(".")[0] for e in public} <= {"static", "auth", "results", "respond"}
+    assert {e.split(".")[0] for e in public} <= {"static", "auth", "results", "respond", "health"}
 
 
 def test_anonymous_users_are_sent_to_sign_in_everywhere_else(app, client, small_survey):

@@ -4,6 +4,7 @@ import re
 
 from survey.extensions import db
 from survey.models import User
+from survey.schema import upgrade_database
 
 
 def test_sign_in_and_out(client, user):
@@ -77,7 +78,7 @@ def test_sign_in_is_rate_limited_in_memory(tmp_path):
         }
     )
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         limiter.reset()
     client = app.test_client()
     statuses = [client.post("/auth/login", data={"username": "x", "password": "y"}).status_code for _ in range(5)]

@@ -34,6 +34,7 @@ from survey import create_app
 from survey.demo import create_demo
 from survey.extensions import db, limiter
 from survey.models import Answer, Submission, Survey
+from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def live_server(tmp_path_factory):
     path = tmp_path_factory.mktemp("live") / "live.sqlite"
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "browser-tests"})
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         create_demo(db.session, respondents=200)
         create_survey_from_spec(db.session, MORE_DESIGNS)
         db.session.commit()

@@ -30,6 +30,7 @@ from survey.extensions import db
 from survey.lifecycle import close
 from survey.models import Answer, Question, Submission, Survey
 from survey.privacy import estimate
+from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec
 from survey.tallies import question_mechanism, survey_results
 
@@ -77,7 +78,7 @@ def database_url(request, tmp_path):
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "RATELIMIT_ENABLED": False})
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
         db.engine.dispose()
@@ -198,15 +199,12 @@ def test_sigkill_under_load_loses_no_acknowledged_submission(database_url):
 def live(request, tmp_path):
     app = create_app(make_config(request.param, tmp_path, request))
     with app.app_context():
-        db.drop_all()
-        db.create_all()
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
     with serve(app) as port:
         yield app, port
     with app.app_context():
         db.session.remove()
-        db.drop_all()
         db.engine.dispose()
 
 

@@ -35,15 +35,12 @@ def live(request, tmp_path):
     """The app served on 127.0.0.1 at a free port, with an invitation-only survey; yields (app, port)."""
     app = create_app(make_config(request.param, tmp_path, request))
     with app.app_context():
-        db.drop_all()
-        db.create_all()
         create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
         db.session.commit()
     with serve(app) as port:
         yield app, port
     with app.app_context():
         db.session.remove()
-        db.drop_all()
         db.engine.dispose()
 
 

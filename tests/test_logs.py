@@ -15,6 +15,7 @@ from survey import create_app
 from survey.extensions import db
 from survey.invitations import generate_codes
 from survey.models import Survey
+from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec
 
 from .conftest import SMALL_SPEC
@@ -34,7 +35,7 @@ class Capture(logging.Handler):
 def test_a_real_submission_leaves_nothing_identifying_in_the_logs(tmp_path):
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'logs.sqlite'}", "RATELIMIT_ENABLED": False})
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
         db.session.flush()
         code = generate_codes(db.session, db.session.scalar(select(Survey)), 1)[0]

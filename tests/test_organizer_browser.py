@@ -25,6 +25,7 @@ from survey.extensions import db
 from survey.models import Membership, Survey, User
 from survey.organize.preview import labels_for, points_text, probability_text
 from survey.privacy import CoinFlip, GeneralizedRR, margin_of_error
+from survey.schema import upgrade_database
 from survey.wording import deniability_sentence
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def live_server(tmp_path_factory):
     path = tmp_path_factory.mktemp("organizer") / "live.sqlite"
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "organizer-browser-tests"})
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         for name, password in (ORGANIZER, RESEARCHER):
             user = User(username=name)
             user.set_password(password)
@@ -108,7 +109,7 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
 
     # a yes/no question with the seed's coin flip, set by its ε
     page.click("#add-question")
-    assert page.is_hidden("#options-block")  # a yes/no question has no options to type
+    expect(page.locator("#options-block")).to_be_hidden()  # a yes/no question has no options to type
     page.fill("#text", "Have you ever cheated in an exam?")
     page.fill("#epsilon", repr(math.log(3)))
     expect(preview_text(page, "deniability")).to_contain_text("at most 75% sure")

@@ -36,6 +36,7 @@ from survey.extensions import db, limiter
 from survey.invitations import generate_codes
 from survey.models import Answer, Invitation, Submission, Survey
 from survey.respond.page import survey_page
+from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec
 
 from .conftest import SMALL_SPEC
@@ -137,7 +138,7 @@ def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("network") / "network.sqlite"
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "network-tests"})
     with app.app_context():
-        db.create_all()
+        upgrade_database()
         for mode, slug in MODES.items():
             spec = {"title": f"Every design ({mode})", "slug": slug, "access": mode, "questions": QUESTIONS}
             survey = create_survey_from_spec(db.session, spec)

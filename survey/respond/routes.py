@@ -9,7 +9,7 @@ from sqlalchemy import select
 from ..extensions import csrf, db
 from ..invitations import InvitationError, check_code, normalize
 from ..models import Survey, today
-from ..submissions import SubmissionError, record_submission
+from ..submissions import Intake, SubmissionError, load_intake, record_submission
 from . import bp
 from .page import option_label, survey_page
 
@@ -43,16 +43,23 @@ def show(slug: str):
     code = request.args.get("code", "")
     if survey.access == "invitation" and survey.accepting_on(today())[0]:
         try:
-            check_code(db.session, survey, code)
+            check_code(db.session, survey.id, code)
         except InvitationError as error:
             return render_template("respond/invitation.html", survey=survey, message=error.message), error.status
     return _render_form(survey, invitation=normalize(code) if survey.access == "invitation" else "")
 
 
+def _intake_or_404(slug: str) -> Intake:
+    intake = load_intake(db.session, slug)
+    if intake is None:
+        abort(404)
+    return intake
+
+
 @bp.post("/s/<slug>")
 def submit_form(slug: str):
     """The form post: reported values only, in fields ``q_<question key>``."""
-    survey = _survey_or_404(slug)
+    intake = _intake_or_404(slug)
     answers: dict[str, Any] = {}
     invitation = request.form.get("invitation", "")
     for name in request.form:
@@ -60,15 +67,18 @@ def submit_form(slug: str):
             continue
         values = request.form.getlist(name)
         if not name.startswith(FIELD_PREFIX):
-            return _render_form(survey, f"Unexpected field {name!r}. Nothing was stored.", 400)
+            return _render_form(_survey_or_404(slug), f"Unexpected field {name!r}. Nothing was stored.", 400)
         if len(values) > 1:
             return _render_form(
-                survey, f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored.", 400
+                _survey_or_404(slug),
+                f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored.",
+                400,
             )
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
-        record_submission(db.session, survey, answers, invitation=invitation)
+        record_submission(db.session, intake, answers, invitation=invitation)
     except SubmissionError as error:
+        survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and error.status == 403:
             return render_template("respond/invitation.html", survey=survey, message=error.message), 403
         return _render_form(survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation)
@@ -105,7 +115,7 @@ def _api_error(message: str, status: int):
 @csrf.exempt  # no cookie is involved; JSON with this content type cannot be sent cross-site without CORS
 def submit_json(slug: str):
     """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
-    survey = _survey_or_404(slug)
+    intake = _intake_or_404(slug)
     if not request.is_json:
         return _api_error("send the answers as JSON with Content-Type: application/json", 415)
     origin = request.headers.get("Origin")
@@ -130,7 +140,7 @@ def submit_json(slug: str):
     if invitation is not None and not isinstance(invitation, str):
         return _api_error('"invitation" must be the invitation code as text', 400)
     try:
-        record_submission(db.session, survey, body["answers"], invitation=invitation)
+        record_submission(db.session, intake, body["answers"], invitation=invitation)
     except SubmissionError as error:
         return _api_error(error.message, error.status)
     current_app.logger.debug("submission stored")

@@ -1,7 +1,7 @@
 """Results for signed-in users: the estimates page, its chart, and the four downloads.
 
-Every number shown or downloaded comes from :func:`survey.tallies.survey_results` (one GROUP BY,
-then :func:`survey.privacy.estimate`); these views only choose how to present it.
+Every number shown or downloaded comes from :func:`survey.tallies.survey_results` (the running
+tallies, then :func:`survey.privacy.estimate`); these views only choose how to present it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..exports import LEVEL, codebook, estimates_csv, estimates_document, microd
 from ..extensions import db
 from ..models import Survey
 from ..rights import survey_for, visible_surveys
-from ..tallies import QuestionResult, submission_count, survey_results, survey_total_epsilon
+from ..tallies import QuestionResult, submission_count, survey_counts, survey_results, survey_total_epsilon
 from ..wording import epsilon_text
 from . import bp
 from .chart import Chart, estimate_chart
@@ -125,11 +125,12 @@ def _section(result: QuestionResult) -> QuestionSection:
 def survey(slug: str):
     """Per question: counts, consistent and unbiased estimates with 95% intervals, ε, a chart."""
     survey = _survey_or_404(slug)
-    sections = [_section(r) for r in survey_results(db.session, survey)]
+    counts = survey_counts(db.session, survey)
+    sections = [_section(r) for r in survey_results(db.session, survey, counts)]
     return render_template(
         "results/survey.html",
         survey=survey,
-        submissions=submission_count(db.session, survey),
+        submissions=counts.submissions,
         total_epsilon=epsilon_text(survey_total_epsilon(survey)),
         sections=sections,
         level=LEVEL,

@@ -1,0 +1,176 @@
+"""The schema is made and changed only by the migrations, and they agree with the models.
+
+Each test gets a truly empty database (a new SQLite file, or a new PostgreSQL schema), runs the
+migrations the way ``make run`` does (``flask --app survey init-db``), and looks at what they made.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, select, text
+
+from survey import create_app
+from survey.extensions import db
+from survey.models import Survey
+from survey.schema import FIRST_REVISION_TABLES, VERSION_TABLE, alembic_config, current_revision, head_revision
+from survey.specs import create_survey_from_spec
+from survey.tallies import recount, survey_counts, tally_mismatches
+
+from .conftest import BACKENDS, SMALL_SPEC, _pg_url
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_app(request, tmp_path):
+    """An app on a database with no tables at all."""
+    if request.param == "sqlite":
+        config = {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'empty.sqlite'}"}
+        cleanup = None
+    else:
+        schema = f"mig_{uuid.uuid4().hex[:10]}"
+        admin = create_engine(_pg_url())
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        config = {
+            "SQLALCHEMY_DATABASE_URI": _pg_url(),
+            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"options": f"-csearch_path={schema}"}},
+        }
+
+        def cleanup():
+            with admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+
+    app = create_app({"TESTING": True, "SECRET_KEY": "test", "RATELIMIT_ENABLED": False, **config})
+    yield app
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+    if cleanup:
+        cleanup()
+
+
+def tables(app) -> set[str]:
+    with app.app_context():
+        return set(inspect(db.engine).get_table_names())
+
+
+def differences(app) -> list:
+    """What Alembic's autogenerate would change to make the database match the models."""
+    with app.app_context(), db.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+        return compare_metadata(context, db.metadata)
+
+
+def init_db(app) -> str:
+    result = app.test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_a_new_database_gets_every_migration_and_matches_the_models(empty_app):
+    assert tables(empty_app) == set()
+    output = init_db(empty_app)
+    with empty_app.app_context():
+        head = head_revision()
+        assert current_revision() == head
+    assert f"empty → {head}" in output
+    assert tables(empty_app) == {t.name for t in db.metadata.sorted_tables} | {VERSION_TABLE}
+    assert differences(empty_app) == []
+    # running it again changes nothing and says so
+    assert "up to date" in init_db(empty_app)
+
+
+def test_migrations_go_down_to_nothing_and_up_again(empty_app):
+    init_db(empty_app)
+    with empty_app.app_context():
+        command.downgrade(alembic_config(), "base")
+    assert tables(empty_app) == {VERSION_TABLE}
+    init_db(empty_app)
+    assert differences(empty_app) == []
+
+
+def legacy_database(app) -> None:
+    """A database as ``db.create_all()`` made it before migrations existed, with responses in it."""
+    with app.app_context():
+        command.upgrade(alembic_config(), "0001")
+        with db.engine.begin() as conn:
+            conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
+    assert tables(app) == FIRST_REVISION_TABLES
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.flush()
+        rng = np.random.default_rng(7)
+        for i in range(1, 41):
+            db.session.execute(
+                text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (:i, :s, '2026-01-02')"),
+                {"i": i, "s": survey.id},
+            )
+            for q in survey.questions:
+                db.session.execute(
+                    text("INSERT INTO answers (submission_id, question_id, value) VALUES (:i, :q, :v)"),
+                    {"i": i, "q": q.id, "v": int(rng.integers(len(q.options)))},
+                )
+        db.session.commit()
+
+
+def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
+    legacy_database(empty_app)
+    output = init_db(empty_app)
+    assert "0001 → " in output
+    assert differences(empty_app) == []
+    with empty_app.app_context():
+        survey = db.session.scalar(select(Survey))
+        assert survey_counts(db.session, survey).submissions == 40
+        assert tally_mismatches(db.session, survey) == []
+        counted = recount(db.session, survey)
+        assert sum(int(c.sum()) for c in counted.by_question.values()) == 40 * len(SMALL_SPEC["questions"])
+
+
+def test_init_db_refuses_a_database_with_only_some_of_the_tables(empty_app):
+    with empty_app.app_context(), db.engine.begin() as conn:
+        conn.execute(text("CREATE TABLE users (id INTEGER PRIMARY KEY, username VARCHAR(80))"))
+    result = empty_app.test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code != 0
+    assert "some of this app's tables but not all" in result.output
+    assert "surveys" in result.output  # names what is missing
+    assert tables(empty_app) == {"users"}  # nothing was changed
+
+
+def test_commands_that_write_refuse_a_database_that_is_not_migrated(empty_app):
+    runner = empty_app.test_cli_runner()
+    for args in (["demo"], ["create-user", "bob", "--password", "long enough password"]):
+        result = runner.invoke(args=args)
+        assert result.exit_code != 0, args
+        assert "init-db" in result.output
+    assert tables(empty_app) == set()
+
+
+def test_the_demo_on_a_migrated_database_has_tallies_that_match_its_rows(empty_app):
+    init_db(empty_app)
+    result = empty_app.test_cli_runner().invoke(args=["demo", "--respondents", "300", "--if-empty"])
+    assert result.exit_code == 0, result.output
+    with empty_app.app_context():
+        survey = db.session.scalar(select(Survey))
+        assert survey_counts(db.session, survey).submissions == 300
+        assert tally_mismatches(db.session, survey) == []
+
+
+def test_nothing_but_the_migrations_creates_tables():
+    """No code path may fall back on ``create_all()``: a table it made would have no migration."""
+    offenders = []
+    for path in [*ROOT.glob("survey/**/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("benchmarks/*.py")]:
+        source = path.read_text(encoding="utf-8")
+        # a call, not a mention in ``backquotes`` in a docstring
+        if path.name != "test_migrations.py" and re.search(r"(?<![`\w.])[\w.]+\.create_all\(", source):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []

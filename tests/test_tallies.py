@@ -1,0 +1,242 @@
+"""Running tallies: kept in each submission's transaction, always equal to a recount, and the only
+thing estimates read (so their cost does not grow with respondents)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from sqlalchemy import event, select, text
+
+from survey.exports import estimates_document
+from survey.extensions import db
+from survey.invitations import generate_codes
+from survey.lifecycle import close
+from survey.models import TALLY_SHARDS, Survey
+from survey.specs import create_survey_from_spec
+from survey.tallies import rebuild_tallies, recount, survey_counts, survey_results, tally_mismatches
+
+from .conftest import SMALL_SPEC, serve
+from .test_durability import post
+
+GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
+
+
+def the_survey(slug: str = "small-test") -> Survey:
+    return db.session.scalar(select(Survey).where(Survey.slug == slug))
+
+
+@contextmanager
+def statements(app):
+    """Collect every SQL statement the app sends to its database while the block runs."""
+    seen: list[str] = []
+
+    def listener(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+
+
+def random_answers(rng) -> dict:
+    return {"drugs": int(rng.integers(2)), "mirror": int(rng.integers(2)), "often": int(rng.integers(4))}
+
+
+def test_every_stored_submission_is_counted_and_every_refused_one_is_not(app, client, small_survey):
+    rng = np.random.default_rng(1)
+    expected = {key: Counter() for key in ("drugs", "mirror", "often", "age")}
+    for i in range(60):
+        answers = random_answers(rng)
+        if i % 3:
+            answers["age"] = int(rng.integers(2))  # optional: sometimes left out
+        assert client.post("/api/surveys/small-test/responses", json={"answers": answers}).status_code == 201
+        for key, code in answers.items():
+            expected[key][code] += 1
+    refused = [
+        {"answers": {**GOOD, "often": 9}},  # a code outside the options
+        {"answers": {"drugs": 1}},  # required questions missing
+        {"answers": {**GOOD, "nope": 1}},  # an unknown question
+    ]
+    for body in refused:
+        assert client.post("/api/surveys/small-test/responses", json=body).status_code == 400
+    assert client.post("/s/small-test", data={"q_drugs": "7"}).status_code == 400
+    with app.app_context():
+        survey = the_survey()
+        counts = survey_counts(db.session, survey)
+        assert counts.submissions == 60
+        for q in survey.questions:
+            assert counts.by_question[q.id].tolist() == [expected[q.key][c] for c in range(len(q.options))]
+        assert tally_mismatches(db.session, survey) == []
+        close(survey)
+        db.session.commit()
+    assert client.post("/api/surveys/small-test/responses", json={"answers": GOOD}).status_code == 409
+    with app.app_context():
+        assert survey_counts(db.session, the_survey()).submissions == 60
+
+
+def test_a_used_invitation_code_adds_nothing_anywhere(app, client, user):
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
+        db.session.flush()
+        code = generate_codes(db.session, survey, 1)[0]
+        db.session.commit()
+    body = {"answers": GOOD, "invitation": code}
+    assert client.post("/api/surveys/small-test/responses", json=body).status_code == 201
+    second = client.post("/api/surveys/small-test/responses", json=body)
+    assert second.status_code == 403 and "already been used" in second.json["error"]
+    with app.app_context():
+        survey = the_survey()
+        assert survey_counts(db.session, survey).submissions == 1
+        assert tally_mismatches(db.session, survey) == []
+
+
+def writes(found: list[str]) -> list[str]:
+    return [s for s in found if re.match(r"\s*(WITH|INSERT|UPDATE|DELETE)", s, re.I)]
+
+
+def test_a_submission_costs_the_same_few_statements_whatever_the_number_of_questions(app, client, user):
+    many = {
+        "title": "Thirty questions",
+        "slug": "thirty",
+        "questions": [
+            {"key": f"q{i}", "kind": "yes_no", "text": f"Q{i}?", "privacy": {"design": "warner", "p": 0.8}}
+            for i in range(30)
+        ],
+    }
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        create_survey_from_spec(db.session, many)
+        db.session.commit()
+    counted = {}
+    for slug, answers in (("small-test", GOOD), ("thirty", {f"q{i}": i % 2 for i in range(30)})):
+        client.post(f"/api/surveys/{slug}/responses", json={"answers": answers})  # warm up
+        with statements(app) as seen:
+            assert client.post(f"/api/surveys/{slug}/responses", json={"answers": answers}).status_code == 201
+        counted[slug] = (len(seen), len(writes(seen)))
+    assert counted["small-test"] == counted["thirty"]
+    with app.app_context():
+        postgresql = db.engine.dialect.name == "postgresql"
+    # PostgreSQL: one read of the survey and one write statement; SQLite: one read and four writes
+    assert counted["thirty"] == ((2, 1) if postgresql else (5, 4))
+
+
+def test_estimates_never_read_the_answers_and_cost_the_same_at_any_size(app, client, small_survey):
+    rng = np.random.default_rng(2)
+    sizes = {}
+    for total in (0, 5, 150):
+        while True:
+            with app.app_context():
+                if survey_counts(db.session, the_survey()).submissions >= total:
+                    break
+            client.post("/api/surveys/small-test/responses", json={"answers": random_answers(rng)})
+        with statements(app) as seen, app.app_context():
+            document = estimates_document(db.session, the_survey())
+            db.session.remove()
+        assert document["survey"]["submissions"] == total
+        assert not [s for s in seen if re.search(r"\b(FROM|JOIN)\s+answers\b", s, re.I)], seen
+        assert not [s for s in seen if re.search(r"\b(FROM|JOIN)\s+submissions\b", s, re.I)], seen
+        sizes[total] = len(seen)
+    assert len(set(sizes.values())) == 1, sizes
+
+
+def test_recount_command_finds_a_wrong_tally_and_fix_rebuilds_it(app, client, runner, small_survey):
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        client.post("/api/surveys/small-test/responses", json={"answers": random_answers(rng)})
+    result = runner.invoke(args=["recount"])
+    assert result.exit_code == 0 and "tallies agree" in result.output
+    with app.app_context():
+        db.session.execute(text("UPDATE answer_tallies SET count = count + 5 WHERE value = 1"))
+        db.session.execute(
+            text("UPDATE submission_tallies SET count = count + 1 WHERE shard = (SELECT min(shard) FROM submission_tallies)")
+        )
+        db.session.commit()
+    result = runner.invoke(args=["recount", "small-test"])
+    assert result.exit_code != 0
+    assert "differ" in result.output and "submissions: tally 21, recount 20" in result.output
+    result = runner.invoke(args=["recount", "small-test", "--fix"])
+    assert result.exit_code == 0 and "now: agree" in result.output
+    with app.app_context():
+        assert tally_mismatches(db.session, the_survey()) == []
+    assert runner.invoke(args=["recount", "no-such-survey"]).exit_code != 0
+
+
+def test_rebuilding_while_submissions_arrive_loses_and_doubles_nothing(app, small_survey):
+    """A rebuild (after a bulk load, or a repair) running beside live submissions."""
+    with app.app_context():
+        db.engine.dispose()  # the served app opens its own connections in its threads
+    acknowledged = Counter()
+    stop = threading.Event()
+
+    with serve(app) as port:
+
+        def load(worker: int) -> None:
+            rng = np.random.default_rng(worker)
+            while not stop.is_set():
+                status, _ = post(port, {"answers": random_answers(rng)}, timeout=30)
+                if status == 201:
+                    acknowledged[worker] += 1
+
+        threads = [threading.Thread(target=load, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            for _ in range(8):
+                with app.app_context():
+                    rebuild_tallies(db.session, the_survey())
+                    db.session.commit()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+    with app.app_context():
+        survey = the_survey()
+        assert tally_mismatches(db.session, survey) == []
+        assert survey_counts(db.session, survey).submissions == sum(acknowledged.values()) > 0
+
+
+def test_concurrent_submissions_spread_over_shards_and_sum_exactly(app, small_survey):
+    with app.app_context():
+        db.engine.dispose()
+    with serve(app) as port:
+        results = Counter()
+
+        def load(worker: int) -> None:
+            rng = np.random.default_rng(100 + worker)
+            for _ in range(40):
+                results[post(port, {"answers": random_answers(rng)}, timeout=30)[0]] += 1
+
+        threads = [threading.Thread(target=load, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    assert results == {201: 160}
+    with app.app_context():
+        survey = the_survey()
+        assert tally_mismatches(db.session, survey) == []
+        shards = db.session.scalars(text("SELECT DISTINCT shard FROM submission_tallies")).all()
+        assert len(shards) > 1 and all(0 <= s < TALLY_SHARDS for s in shards)
+        kept = survey_counts(db.session, survey)
+        again = recount(db.session, survey)
+        for r in survey_results(db.session, survey):
+            assert r.counts.tolist() == again.by_question[r.question.id].tolist() == kept.by_question[r.question.id].tolist()
+
+
+@pytest.mark.parametrize("bad", [{"often": -1}, {"often": 4}, {"drugs": "yes"}])
+def test_a_refused_submission_through_the_form_changes_no_tally(app, client, small_survey, bad):
+    data = {f"q_{k}": str(v) for k, v in {**GOOD, **bad}.items()}
+    assert client.post("/s/small-test", data=data).status_code == 400
+    with app.app_context():
+        counts = survey_counts(db.session, the_survey())
+        assert counts.submissions == 0
+        assert all(int(c.sum()) == 0 for c in counts.by_question.values())
