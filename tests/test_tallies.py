@@ -156,9 +156,8 @@ def test_recount_command_finds_a_wrong_tally_and_fix_rebuilds_it(app, client, ru
     assert result.exit_code == 0 and "tallies agree" in result.output
     with app.app_context():
         db.session.execute(text("UPDATE answer_tallies SET count = count + 5 WHERE value = 1"))
-        db.session.execute(
-            text("UPDATE submission_tallies SET count = count + 1 WHERE shard = (SELECT min(shard) FROM submission_tallies)")
-        )
+        one_shard = "shard = (SELECT min(shard) FROM submission_tallies)"
+        db.session.execute(text(f"UPDATE submission_tallies SET count = count + 1 WHERE {one_shard}"))
         db.session.commit()
     result = runner.invoke(args=["recount", "small-test"])
     assert result.exit_code != 0
@@ -229,7 +228,8 @@ def test_concurrent_submissions_spread_over_shards_and_sum_exactly(app, small_su
         kept = survey_counts(db.session, survey)
         again = recount(db.session, survey)
         for r in survey_results(db.session, survey):
-            assert r.counts.tolist() == again.by_question[r.question.id].tolist() == kept.by_question[r.question.id].tolist()
+            qid = r.question.id
+            assert r.counts.tolist() == again.by_question[qid].tolist() == kept.by_question[qid].tolist()
 
 
 @pytest.mark.parametrize("bad", [{"often": -1}, {"often": 4}, {"drugs": "yes"}])
