@@ -17,10 +17,11 @@ def create_app(test_config: dict[str, Any] | None = None):
     """Build the Flask application: config, extensions, blueprints, CLI commands."""
     from flask import Flask
 
-    from . import cli, config, connections, limits, logs, security
+    from . import cli, config, connections, logs, security
     from .auth import bp as auth_bp
-    from .extensions import csrf, db, limiter, login_manager, migrate
+    from .extensions import csrf, db, login_manager, migrate
     from .health import bp as health_bp
+    from .limits import limiter
     from .models import User
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
@@ -55,7 +56,6 @@ def create_app(test_config: dict[str, Any] | None = None):
     with app.app_context():
         connections.ping_idle_connections(db.engine)
     csrf.init_app(app)
-    limiter.init_app(app)
     login_manager.init_app(app)
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Please sign in to see results."
@@ -69,7 +69,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)
     app.register_blueprint(organize_bp)
-    limits.init_app(app)
+    limiter.init_app(app)
     security.init_app(app)
     logs.init_app()
     cli.register(app)

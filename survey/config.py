@@ -24,10 +24,9 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "REMEMBER_COOKIE_HTTPONLY": True,
         "WTF_CSRF_TIME_LIMIT": None,
-        # Rate limits (Flask-Limiter, in-memory counters only). Submissions are limited per address
+        # Rate limits (survey.limits; in-memory counters only). Submissions are limited per address
         # generously: people behind one school or office router share an address.
         "RATELIMIT_ENABLED": True,
-        "RATELIMIT_STORAGE_URI": "memory://",
         "LOGIN_RATE_LIMIT": "10 per minute",
         "SUBMISSION_RATE_LIMIT": "600 per minute",
         # How many reverse proxies in front of the app set X-Forwarded-For/-Proto/-Host (0: none).

@@ -10,7 +10,9 @@ next requests get fresh connections.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Engine, event, exc
@@ -35,3 +37,25 @@ def ping_idle_connections(engine: Engine, idle_seconds: float = IDLE_PING_SECOND
         except dialect.loaded_dbapi.Error as error:
             # The pool replaces this connection and tries again (SQLAlchemy's "pessimistic" handling).
             raise exc.DisconnectionError(f"stale connection: {error}") from error
+
+
+@contextlib.contextmanager
+def autocommit_cursor(engine: Engine) -> Iterator[Any]:
+    """A driver cursor on a pooled connection in autocommit, for one self-contained statement.
+
+    For the submission path on PostgreSQL: its single statement is atomic on its own, and taking the
+    connection straight from the pool skips the ORM session's transaction bookkeeping, which cost
+    more than the statement itself. The connection goes back to the pool as it came (autocommit off).
+    """
+    pooled = engine.raw_connection()
+    driver = pooled.driver_connection
+    try:
+        driver.autocommit = True
+        with driver.cursor() as cursor:
+            yield cursor
+    finally:
+        try:
+            if not driver.closed:
+                driver.autocommit = False
+        finally:
+            pooled.close()

@@ -21,7 +21,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from .models import Answer, Question, Submission, Survey
-from .tallies import survey_counts, survey_results, survey_total_epsilon
+from .tallies import results_total_epsilon, survey_counts, survey_results, survey_total_epsilon
 
 #: The confidence level of every interval in the exports.
 LEVEL = 0.95
@@ -92,6 +92,7 @@ def _epsilon_fields(epsilon: float) -> dict[str, Any]:
 def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -> dict[str, Any]:
     """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
     counts = survey_counts(session, survey)
+    results = survey_results(session, survey, counts)
     return {
         "survey": {
             "slug": survey.slug,
@@ -100,9 +101,9 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
             "simulated": survey.is_simulated,
             "submissions": counts.submissions,
         },
-        **_epsilon_fields(survey_total_epsilon(survey)),
+        **_epsilon_fields(results_total_epsilon(results)),
         "level": level,
-        "questions": [result.to_dict(level) for result in survey_results(session, survey, counts)],
+        "questions": [result.to_dict(level) for result in results],
     }
 
 

@@ -1,7 +1,5 @@
 """Flask extensions, created unbound so the application factory can attach them."""
 
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -29,7 +27,3 @@ login_manager = LoginManager()
 csrf = CSRFProtect()
 #: The schema is created and changed only by the migrations in survey/migrations (Alembic).
 migrate = Migrate()
-
-#: Counters live in this process's memory only ("memory://"): an address is held for the length of
-#: a rate-limit window and never written to disk or to the database.
-limiter = Limiter(key_func=get_remote_address, storage_uri="memory://", headers_enabled=False)

@@ -3,21 +3,29 @@
 Values arrive already randomized by the respondent's browser. Each is checked against the frozen
 design (a known question, a code inside its domain, each question at most once, required questions
 present, the survey open); anything wrong refuses the whole submission and writes nothing.
+
+This is the path that runs once per respondent, so it is built for throughput. What a submission is
+checked against (the questions of a published survey) cannot change any more, so it is read once
+and kept (:class:`SubmissionForm`); what can change (open or closed, the dates, link or invitation)
+is checked by the write itself, atomically, and read back only to say why a submission was refused.
+On PostgreSQL the write is one statement; a submission costs one round trip to the database.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
+import random
 import re
-import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import TextClause, bindparam, func, select, text
+from sqlalchemy import Connection, TextClause, bindparam, func, select, text
 from sqlalchemy.orm import Session, scoped_session
 
+from .connections import autocommit_cursor
 from .invitations import USED_MESSAGE, InvitationError, check_code, claim, normalize
 from .models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
 
@@ -54,31 +62,25 @@ class Field:
 
 
 @dataclass(frozen=True)
-class Intake:
-    """A survey as the submission path sees it: its state and its questions, read in one query."""
+class SubmissionForm:
+    """What a submission to a published survey is checked against: its questions, frozen since it
+    opened. ``access`` is as last seen; the write checks it again."""
 
     survey_id: int
     slug: str
-    status: str
-    opens_on: dt.date | None
-    closes_on: dt.date | None
     access: str
     fields: tuple[Field, ...]
 
-    def check_accepting(self) -> None:
-        """Raise SubmissionError (409) unless the survey accepts submissions today."""
-        accepting, reason = accepting_on(self.status, self.opens_on, self.closes_on, today())
-        if not accepting:
-            raise SubmissionError(reason, status=409)
 
+#: slug → form, kept by the caller (the app keeps one per process); only published surveys enter.
+FormCache = MutableMapping[str, SubmissionForm]
+FORM_CACHE_SIZE = 1000
 
 #: Built once: constructing a select() costs more than running it through the compiled cache.
-_INTAKE = (
+_FORM_QUERY = (
     select(
         Survey.id,
         Survey.status,
-        Survey.opens_on,
-        Survey.closes_on,
         Survey.access,
         Question.id,
         Question.key,
@@ -93,26 +95,58 @@ _INTAKE = (
 )
 
 
-def load_intake(session: Session, slug: str) -> Intake | None:
-    """The survey ``slug`` with its questions and their numbers of options; None if there is no such
-    survey or it is a draft (which respondents cannot see).
-
-    One query, where loading the Survey with its Question and Option objects takes four: this is the
-    path that runs once per respondent. On PostgreSQL the session's connection is switched to
-    autocommit first (when nothing else has used it in this request), so that this read and the
-    single statement that stores the submission need no BEGIN and COMMIT round trips.
-    """
-    current = session() if isinstance(session, scoped_session) else session
-    if current.get_bind().dialect.name == "postgresql" and not current.in_transaction():
-        connection = current.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    else:
-        connection = current.connection()
-    rows = connection.execute(_INTAKE, {"slug": slug}).all()
+def submission_form(session: Session, slug: str, cache: FormCache | None = None) -> SubmissionForm | None:
+    """The form of survey ``slug``; None if there is no such survey or it is a draft (which
+    respondents cannot see). One query the first time, none after that when ``cache`` is given:
+    a published survey's questions, options and requirements never change."""
+    if cache is not None and (form := cache.get(slug)) is not None:
+        return form
+    rows = _connection(session).execute(_FORM_QUERY, {"slug": slug}).all()
     if not rows or rows[0][1] == "draft":
         return None
-    survey_id, status, opens_on, closes_on, access = rows[0][:5]
-    fields = tuple(Field(*row[5:]) for row in rows if row[5] is not None)
-    return Intake(survey_id, slug, status, opens_on, closes_on, access, fields)
+    survey_id, _, access = rows[0][:3]
+    form = SubmissionForm(survey_id, slug, access, tuple(Field(*row[3:]) for row in rows if row[3] is not None))
+    if cache is not None:
+        if len(cache) >= FORM_CACHE_SIZE:
+            cache.clear()
+        cache[slug] = form
+    return form
+
+
+def _in_transaction(session: Session) -> bool:
+    """Whether the session has begun a transaction, without creating a scoped session to ask."""
+    if isinstance(session, scoped_session):
+        return session.registry.has() and session().in_transaction()
+    return session.in_transaction()
+
+
+def _connection(session: Session) -> Connection:
+    """The session's connection; on PostgreSQL in autocommit when nothing else has used it yet in
+    this request, so that a submission's single statement needs no BEGIN and COMMIT round trips."""
+    if session.get_bind().dialect.name == "postgresql" and not _in_transaction(session):
+        return session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    return session.connection()
+
+
+@dataclass(frozen=True)
+class SurveyState:
+    """What can change while a survey runs, read when a submission was refused, to say why."""
+
+    status: str
+    opens_on: dt.date | None
+    closes_on: dt.date | None
+    access: str
+
+    def refusal(self, day: dt.date) -> SubmissionError | None:
+        accepting, reason = accepting_on(self.status, self.opens_on, self.closes_on, day)
+        return None if accepting else SubmissionError(reason, status=409)
+
+
+def survey_state(session: Session, survey_id: int) -> SurveyState:
+    row = session.execute(
+        select(Survey.status, Survey.opens_on, Survey.closes_on, Survey.access).where(Survey.id == survey_id)
+    ).one()
+    return SurveyState(*row)
 
 
 def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> dict[int, int]:
@@ -137,26 +171,50 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
 
 
 def record_submission(
-    session: Session, intake: Intake, answers: Mapping[str, Any], invitation: str | None = None
+    session: Session,
+    form: SubmissionForm,
+    answers: Mapping[str, Any],
+    invitation: str | None = None,
+    cache: FormCache | None = None,
 ) -> None:
-    """Validate and store one submission atomically; commit on success.
+    """Validate and store one submission atomically; commit on success, or raise SubmissionError.
 
-    The submission, its answers and the running tallies (see :mod:`survey.tallies`) are written
-    together: by one statement on PostgreSQL, by four in one transaction on SQLite, whatever the
-    number of questions. For a survey by invitation, ``invitation`` is claimed in that same
-    statement or transaction, so a code is used up exactly when a submission is stored. Nothing
-    links the two afterwards.
+    A survey that does not accept submissions today is refused (409) before anything is said about
+    the answers (400) or the invitation code (403). For a survey by invitation, ``invitation`` is
+    claimed by the same statement (PostgreSQL) or transaction (SQLite) that stores the submission,
+    so a code is used up exactly when a submission is stored. Nothing links the two afterwards.
     """
-    intake.check_accepting()
-    values = validate_answers(intake.fields, answers)
+    day = today()
     try:
-        code = None
-        if intake.access == "invitation":
-            check_code(session, intake.survey_id, invitation)
-            code = normalize(invitation)
-        if not write_submission(session, intake.survey_id, today(), values, claim_code=code):
-            raise InvitationError(USED_MESSAGE)
-        session.commit()
+        values = validate_answers(form.fields, answers)
+    except SubmissionError:
+        _refuse_if_closed(session, form.survey_id, day)
+        raise
+    access = form.access
+    if access == "invitation":  # a code is worth a read: whether the survey is open comes first
+        access = _refuse_if_closed(session, form.survey_id, day).access
+    try:
+        for _ in range(2):
+            code = None
+            if access == "invitation":
+                check_code(session, form.survey_id, invitation)
+                code = normalize(invitation)
+            if write_submission(session, form, day, values, access, code):
+                if _in_transaction(session):  # otherwise the statement committed on its own
+                    session.commit()
+                return
+            # Nothing was written: the survey changed since we last looked, or the code was used
+            # by a submission racing this one. Read what is true now to say which.
+            session.rollback()
+            state = _refuse_if_closed(session, form.survey_id, day)
+            if state.access == access:
+                if code is not None:
+                    raise InvitationError(USED_MESSAGE)
+                break
+            access = state.access  # switched between link and invitation: once more, the new way
+            if cache is not None:
+                cache[form.slug] = dataclasses.replace(form, access=access)
+        raise SubmissionError("The survey changed while your answers were sent; please send them again.", 409)
     except InvitationError as error:
         session.rollback()
         raise SubmissionError(error.message, error.status) from None
@@ -165,32 +223,64 @@ def record_submission(
         raise
 
 
-def write_submission(
-    session: Session, survey_id: int, day: dt.date, values: Mapping[int, int], claim_code: str | None = None
-) -> bool:
-    """Insert one checked submission (question id → code) and count it, in the caller's transaction.
+def _refuse_if_closed(session: Session, survey_id: int, day: dt.date) -> SurveyState:
+    state = survey_state(session, survey_id)
+    refusal = state.refusal(day)
+    if refusal is not None:
+        raise refusal
+    return state
 
-    With ``claim_code``, the submission is stored only if that unused invitation code of the survey
-    could be marked used (atomically: of two submissions racing with one code, one gets it); returns
-    whether it was stored. A shard of the tallies is drawn at random (``TALLY_SHARDS``) and rows are
-    written in question order, so concurrent submissions seldom wait for one another and never
-    deadlock.
+
+def write_submission(
+    session: Session,
+    form: SubmissionForm,
+    day: dt.date,
+    values: Mapping[int, int],
+    access: str = "link",
+    claim_code: str | None = None,
+) -> bool:
+    """Insert one checked submission (question id → code) and count it, if and only if the survey
+    accepts it at this moment; returns whether it was stored. Part of the session's transaction if
+    it has one; otherwise, on PostgreSQL, a statement committed on its own.
+
+    "Accepts" is decided by the database, atomically with the insert: the survey is open, ``day``
+    lies within its dates, its access is ``access``, and (with ``claim_code``) that unused code of
+    the survey could be marked used; of two submissions racing with one code, one gets it. A shard
+    of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in question order, so
+    concurrent submissions seldom wait for one another and never deadlock.
     """
-    params: dict[str, Any] = {"survey_id": survey_id, "day": day, "shard": secrets.randbelow(TALLY_SHARDS)}
+    params: dict[str, Any] = {
+        "survey_id": form.survey_id,
+        "slug": form.slug,
+        "access": access,
+        "shard": random.randrange(TALLY_SHARDS),
+    }
     for i, (question_id, code) in enumerate(sorted(values.items())):
         params[f"q{i}"], params[f"v{i}"] = question_id, code
-    connection = session.connection()
-    dialect = connection.dialect.name
+    engine = session.get_bind()
+    dialect = engine.dialect.name
     if dialect == "postgresql":
-        params["code"] = claim_code
-        stored = connection.execute(_postgresql_write(len(values), claim_code is not None), params).first()
-        return stored is not None
+        # The driver's own cursor: the statement is fixed text, and SQLAlchemy's execution layer
+        # (and, outside a transaction, the session's) would cost more than the database spends on it.
+        params.update(day=day, code=claim_code)
+        statement = _postgresql_write(len(values), claim_code is not None)
+        if _in_transaction(session):
+            with session.connection().connection.driver_connection.cursor() as cursor:
+                cursor.execute(statement, params)
+                return cursor.fetchone() is not None
+        with autocommit_cursor(engine) as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchone() is not None
     if dialect != "sqlite":  # pragma: no cover - the app supports these two
         raise RuntimeError(f"submissions need PostgreSQL or SQLite, not {dialect}")
-    if claim_code is not None and not claim(session, survey_id, claim_code):
+    connection = session.connection()
+    params["day"] = day.isoformat()
+    if claim_code is not None and not claim(session, form.survey_id, claim_code):
         return False
     insert_submission, insert_answers, count_answers, count_submission = _sqlite_writes(len(values))
-    params["submission_id"] = connection.execute(insert_submission, params).scalar_one()
+    params["submission_id"] = connection.execute(insert_submission, params).scalar()
+    if params["submission_id"] is None:
+        return False
     for statement in (insert_answers, count_answers, count_submission):
         connection.execute(statement, params)
     return True
@@ -200,49 +290,59 @@ def _rows(template: str, n: int) -> str:
     return ", ".join(template.format(i=i) for i in range(n))
 
 
+#: The survey accepts submissions: the same rule as :func:`survey.models.accepting_on`, in SQL
+#: (tests/test_tallies.py checks that the two agree).
+_ACCEPTING = """SELECT id FROM surveys
+    WHERE id = {survey_id} AND slug = {slug} AND access = {access} AND status = 'open'
+      AND (opens_on IS NULL OR opens_on <= {day}) AND (closes_on IS NULL OR closes_on >= {day})"""
 _COUNT_CONFLICT = "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + 1"
 _COUNT_SUBMISSION_CONFLICT = "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + 1"
 
 
 @functools.cache
-def _postgresql_write(n: int, claiming: bool) -> TextClause:
-    """One statement, so one round trip and atomic on its own: data-modifying CTEs claim the code
-    (if any), insert the submission and its answers, and add to both tallies. Everything hangs on
-    the new submission's row, so when the claim fails nothing at all is written."""
-    reported = _rows("(CAST(:q{i} AS INTEGER), CAST(:v{i} AS INTEGER))", n)
+def _postgresql_write(n: int, claiming: bool) -> str:
+    """One statement, so one round trip and atomic on its own: data-modifying CTEs check that the
+    survey accepts, claim the code (if any), insert the submission and its answers, and add to both
+    tallies. Everything hangs on the new submission's row: if any check fails, nothing is written.
+    Placeholders are psycopg's (``%(name)s``)."""
+    accepting = _ACCEPTING.format(
+        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
+    )
     if claiming:
-        claim_and_insert = """claimed AS (
+        source = """claimed AS (
     UPDATE invitations SET used = true
-    WHERE survey_id = :survey_id AND code = :code AND used = false RETURNING id
+    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
 ), new_submission AS (
-    INSERT INTO submissions (survey_id, submitted_on) SELECT :survey_id, CAST(:day AS DATE) FROM claimed RETURNING id
+    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM claimed RETURNING id
 )"""
     else:
-        claim_and_insert = """new_submission AS (
-    INSERT INTO submissions (survey_id, submitted_on) VALUES (:survey_id, :day) RETURNING id
+        source = """new_submission AS (
+    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM accepting RETURNING id
 )"""
-    return text(
-        f"""WITH {claim_and_insert}, reported (question_id, value) AS (
+    reported = _rows("(CAST(%(q{i})s AS INTEGER), CAST(%(v{i})s AS INTEGER))", n)
+    return f"""WITH accepting AS (
+    {accepting}
+), {source}, reported (question_id, value) AS (
     VALUES {reported}
 ), new_answers AS (
     INSERT INTO answers (submission_id, question_id, value)
     SELECT new_submission.id, reported.question_id, reported.value FROM new_submission, reported
 ), counted AS (
     INSERT INTO answer_tallies (question_id, value, shard, count)
-    SELECT reported.question_id, reported.value, CAST(:shard AS SMALLINT), 1 FROM new_submission, reported
+    SELECT reported.question_id, reported.value, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission, reported
     {_COUNT_CONFLICT}
 )
 INSERT INTO submission_tallies (survey_id, shard, count)
-SELECT :survey_id, CAST(:shard AS SMALLINT), 1 FROM new_submission
+SELECT %(survey_id)s, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission
 {_COUNT_SUBMISSION_CONFLICT}
 RETURNING 1"""
-    )
 
 
 @functools.cache
 def _sqlite_writes(n: int) -> tuple[TextClause, ...]:
+    accepting = _ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=":day")
     return (
-        text("INSERT INTO submissions (survey_id, submitted_on) VALUES (:survey_id, :day) RETURNING id"),
+        text(f"INSERT INTO submissions (survey_id, submitted_on) SELECT id, :day FROM ({accepting}) RETURNING id"),
         text(
             "INSERT INTO answers (submission_id, question_id, value) VALUES "
             + _rows("(:submission_id, :q{i}, :v{i})", n)

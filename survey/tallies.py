@@ -207,3 +207,8 @@ def survey_results(session: Session, survey: Survey, counts: Counts | None = Non
 def survey_total_epsilon(survey: Survey) -> float:
     """What one respondent spends across the survey's randomized questions (direct ones excluded)."""
     return total_epsilon(q.mechanism() for q in survey.randomized_questions)
+
+
+def results_total_epsilon(results: list[QuestionResult]) -> float:
+    """The survey's total ε from mechanisms already built for its results (saves rebuilding them)."""
+    return total_epsilon(r.mechanism for r in results if r.randomized)

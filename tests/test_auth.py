@@ -67,7 +67,7 @@ def test_security_headers(client):
 
 def test_sign_in_is_rate_limited_in_memory(tmp_path):
     from survey import create_app
-    from survey.extensions import limiter
+    from survey.limits import limiter
 
     app = create_app(
         {
@@ -86,7 +86,9 @@ def test_sign_in_is_rate_limited_in_memory(tmp_path):
     page = client.post("/auth/login", data={"username": "x", "password": "y"})
     assert "Too many attempts" in page.get_data(as_text=True)
     assert client.get("/auth/login").status_code == 200  # reading the form is not limited
-    assert app.config["RATELIMIT_STORAGE_URI"] == "memory://"
+    from survey.limits import SweptMemoryStorage
+
+    assert type(limiter.storage) is SweptMemoryStorage  # counters in this process's memory only
     with app.app_context():
         limiter.reset()
 

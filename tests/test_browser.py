@@ -32,7 +32,8 @@ from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.demo import create_demo
-from survey.extensions import db, limiter
+from survey.extensions import db
+from survey.limits import limiter
 from survey.models import Answer, Submission, Survey
 from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec

@@ -32,8 +32,9 @@ from sqlalchemy import MetaData, select
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.extensions import db, limiter
+from survey.extensions import db
 from survey.invitations import generate_codes
+from survey.limits import limiter
 from survey.models import Answer, Invitation, Submission, Survey
 from survey.respond.page import survey_page
 from survey.schema import upgrade_database

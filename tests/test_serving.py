@@ -21,8 +21,9 @@ from alembic import command
 from sqlalchemy import create_engine, select, text
 
 from survey import create_app
-from survey.extensions import db, limiter
+from survey.extensions import db
 from survey.invitations import generate_codes
+from survey.limits import limiter
 from survey.models import Survey
 from survey.schema import alembic_config, upgrade_database
 from survey.specs import create_survey_from_spec
@@ -259,3 +260,60 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
     for line in access:
         assert not re.search(r"\d{1,2}:\d{2}:\d{2}", line), line  # no time of day
         assert "?" not in line, line  # no query strings
+
+
+def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_template, monkeypatch):
+    """limits' stock memory storage started a timer thread after nearly every request."""
+    import shutil
+
+    path = tmp_path / "limits.sqlite"
+    shutil.copyfile(sqlite_template, path)
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}",
+            "SECRET_KEY": "t",
+            "RATELIMIT_ENABLED": True,
+            "SUBMISSION_RATE_LIMIT": "150 per minute",
+        }
+    )
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        limiter.reset()
+    client = app.test_client()
+    started = []
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
+    statuses = Counter(
+        client.post("/api/surveys/small-test/responses", json={"answers": ANSWERS}).status_code for _ in range(160)
+    )
+    assert statuses == {201: 150, 429: 10}  # the limit still holds
+    assert started == []
+    with app.app_context():
+        limiter.reset()
+
+
+def test_swept_memory_storage_counts_expires_and_forgets_without_threads(monkeypatch):
+    from limits.storage import MemoryStorage
+
+    from survey.limits import SweptMemoryStorage
+
+    def thread_starts(storage_class) -> tuple[int, object]:
+        storage = storage_class("x://")
+        time.sleep(0.05)  # the stock storage's first timer has run out
+        started = []
+        with monkeypatch.context() as patch:
+            patch.setattr(threading.Thread, "start", lambda self: started.append(self))
+            for _ in range(10):
+                storage.incr("203.0.113.7", 60)
+                time.sleep(0.015)
+        return len(started), storage
+
+    stock, _ = thread_starts(MemoryStorage)
+    assert stock >= 5  # why this storage exists
+    ours, storage = thread_starts(SweptMemoryStorage)
+    assert ours == 0 and storage.get("203.0.113.7") == 10
+    storage.incr("198.51.100.9", 0.01)
+    time.sleep(0.05)
+    storage._next_sweep = 0.0  # a second has passed since the last sweep
+    storage.incr("192.0.2.1", 60)  # the next hit sweeps what has expired: the address is forgotten
+    assert "198.51.100.9" not in storage.storage and "198.51.100.9" not in storage.expirations

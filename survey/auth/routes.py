@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import current_app, flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from sqlalchemy import select
 
-from ..extensions import db, limiter
+from ..extensions import db
 from ..models import User
 from . import bp
 from .forms import LoginForm, LogoutForm
@@ -19,13 +19,9 @@ def _safe_next(target: str | None) -> str:
     return url_for("results.index")
 
 
-def _login_limit() -> str:
-    return current_app.config["LOGIN_RATE_LIMIT"]
-
-
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(_login_limit, methods=["POST"])
 def login():
+    """Sign-in; POSTs are rate-limited per address (LOGIN_RATE_LIMIT, see survey.limits)."""
     if current_user.is_authenticated:
         return redirect(url_for("results.index"))
     form = LoginForm()

@@ -3,17 +3,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flask import abort, current_app, jsonify, redirect, render_template, request, url_for
+from flask import Response, abort, current_app, jsonify, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from ..extensions import csrf, db
 from ..invitations import InvitationError, check_code, normalize
 from ..models import Survey, today
-from ..submissions import Intake, SubmissionError, load_intake, record_submission
+from ..submissions import FormCache, SubmissionError, SubmissionForm, record_submission, submission_form
 from . import bp
 from .page import option_label, survey_page
 
 FIELD_PREFIX = "q_"
+#: The answer to every stored submission, encoded once (it runs once per respondent).
+STORED = json.dumps({"status": "stored", "message": "Thank you: your randomized answers were stored."})
 
 
 def _survey_or_404(slug: str) -> Survey:
@@ -49,17 +51,22 @@ def show(slug: str):
     return _render_form(survey, invitation=normalize(code) if survey.access == "invitation" else "")
 
 
-def _intake_or_404(slug: str) -> Intake:
-    intake = load_intake(db.session, slug)
-    if intake is None:
+def _forms() -> FormCache:
+    """This process's published surveys' forms (see :class:`survey.submissions.SubmissionForm`)."""
+    return current_app.extensions.setdefault("survey.submission_forms", {})
+
+
+def _form_or_404(slug: str) -> SubmissionForm:
+    form = submission_form(db.session, slug, _forms())
+    if form is None:
         abort(404)
-    return intake
+    return form
 
 
 @bp.post("/s/<slug>")
 def submit_form(slug: str):
     """The form post: reported values only, in fields ``q_<question key>``."""
-    intake = _intake_or_404(slug)
+    form = _form_or_404(slug)
     answers: dict[str, Any] = {}
     invitation = request.form.get("invitation", "")
     for name in request.form:
@@ -76,7 +83,7 @@ def submit_form(slug: str):
             )
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
-        record_submission(db.session, intake, answers, invitation=invitation)
+        record_submission(db.session, form, answers, invitation=invitation, cache=_forms())
     except SubmissionError as error:
         survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and error.status == 403:
@@ -115,7 +122,7 @@ def _api_error(message: str, status: int):
 @csrf.exempt  # no cookie is involved; JSON with this content type cannot be sent cross-site without CORS
 def submit_json(slug: str):
     """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
-    intake = _intake_or_404(slug)
+    form = _form_or_404(slug)
     if not request.is_json:
         return _api_error("send the answers as JSON with Content-Type: application/json", 415)
     origin = request.headers.get("Origin")
@@ -140,8 +147,8 @@ def submit_json(slug: str):
     if invitation is not None and not isinstance(invitation, str):
         return _api_error('"invitation" must be the invitation code as text', 400)
     try:
-        record_submission(db.session, intake, body["answers"], invitation=invitation)
+        record_submission(db.session, form, body["answers"], invitation=invitation, cache=_forms())
     except SubmissionError as error:
         return _api_error(error.message, error.status)
     current_app.logger.debug("submission stored")
-    return jsonify(status="stored", message="Thank you: your randomized answers were stored."), 201
+    return Response(STORED, status=201, mimetype="application/json")

@@ -17,7 +17,14 @@ from ..exports import LEVEL, codebook, estimates_csv, estimates_document, microd
 from ..extensions import db
 from ..models import Survey
 from ..rights import survey_for, visible_surveys
-from ..tallies import QuestionResult, submission_count, survey_counts, survey_results, survey_total_epsilon
+from ..tallies import (
+    QuestionResult,
+    results_total_epsilon,
+    submission_count,
+    survey_counts,
+    survey_results,
+    survey_total_epsilon,
+)
 from ..wording import epsilon_text
 from . import bp
 from .chart import Chart, estimate_chart
@@ -126,12 +133,13 @@ def survey(slug: str):
     """Per question: counts, consistent and unbiased estimates with 95% intervals, ε, a chart."""
     survey = _survey_or_404(slug)
     counts = survey_counts(db.session, survey)
-    sections = [_section(r) for r in survey_results(db.session, survey, counts)]
+    results = survey_results(db.session, survey, counts)
+    sections = [_section(r) for r in results]
     return render_template(
         "results/survey.html",
         survey=survey,
         submissions=counts.submissions,
-        total_epsilon=epsilon_text(survey_total_epsilon(survey)),
+        total_epsilon=epsilon_text(results_total_epsilon(results)),
         sections=sections,
         level=LEVEL,
         kind_names=KIND_NAMES,

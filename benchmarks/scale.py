@@ -1,0 +1,808 @@
+"""Scale: estimates, exports and ingest from 10,000 to 1,000,000 submissions, PostgreSQL and SQLite.
+
+Three measurements, each on databases of its own that the migrations create:
+
+* **Estimation.** A 10-question survey (five yes/no and five 5-option questions, all GRR, ε from
+  0.5 to 3) is filled by bulk insert (COPY on PostgreSQL, executemany on SQLite) to 10,000, then
+  100,000, then 1,000,000 submissions, and its running tallies are rebuilt from the rows (the
+  one GROUP BY a bulk load needs). At each size, in a fresh process: the time to compute every
+  estimate (``survey_results``: read the tallies, debias, intervals), to serve the estimates JSON
+  through the app, and the peak memory of the estimate step (growth of the process's resident
+  high-water mark, and Python's own peak by tracemalloc). Beside it: a full GROUP BY recount (what
+  a request would cost without tallies) and multi-freq-ldpy's GRR aggregation
+  (``GRR_Aggregator_MI``) of the very same reports, held in memory as numpy arrays.
+* **Export.** The microdata CSV streamed through the app at each size: time, bytes, and the
+  growth of resident memory.
+* **Ingest** (PostgreSQL). gunicorn with ``survey.gunicorn_conf`` (sync workers, access log on) and
+  2 or 4 workers; wrk posts valid random 10-question submissions over loopback from a fixed number
+  of connections (one per wrk thread, so that stopping at the deadline abandons no request), for a
+  fixed time. Reported: submissions per second, p50 and p99 latency, errors, and a recount that
+  every 201 is stored and the tallies equal a GROUP BY. Beside it, in the same run and interleaved
+  with it, the ceiling: as many processes as workers inserting the same rows by plain SQL (one
+  INSERT per row, one transaction per submission, psycopg), and the same processes sending the one
+  statement our app sends (with the tallies, in autocommit), the floor of our own SQL.
+
+Run with ``make bench``; the committed ``scale.md`` beside this file is its last output. Needs
+``TEST_DATABASE_URL`` (or ``--postgresql``) for PostgreSQL, and ``wrk`` (Debian's package) for ingest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import io
+import json
+import math
+import multiprocessing
+import os
+import platform
+import resource
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SIZES = (10_000, 100_000, 1_000_000)
+EPSILONS = (0.5, 1.0, 1.5, 2.0, 3.0)
+USER, PASSWORD = "bench", "bench-password-1"
+#: The measuring processes sign in with a test client: no CSRF token to scrape, no rate limit.
+CHILD_CONFIG = {"SECRET_KEY": "bench", "RATELIMIT_ENABLED": False, "WTF_CSRF_ENABLED": False}
+SLUG = "scale-bench"
+PLAIN_SLUG = "scale-plain-sql"
+SPEC: dict[str, Any] = {
+    "title": "Scale benchmark",
+    "slug": SLUG,
+    "questions": [
+        {"key": f"yn{i}", "kind": "yes_no", "text": f"Yes/no question {i}?", "privacy": {"design": "grr", "epsilon": e}}
+        for i, e in enumerate(EPSILONS, 1)
+    ]
+    + [
+        {
+            "key": f"ch{i}",
+            "kind": "choice",
+            "text": f"Choice question {i}?",
+            "options": ["a", "b", "c", "d", "e"],
+            "privacy": {"design": "grr", "epsilon": e},
+        }
+        for i, e in enumerate(EPSILONS, 1)
+    ],
+}
+#: True shares the simulated respondents are drawn from (then randomized by each question's GRR).
+TRUTHS = [
+    [0.2, 0.8],
+    [0.05, 0.95],
+    [0.5, 0.5],
+    [0.3, 0.7],
+    [0.01, 0.99],
+    [0.6, 0.2, 0.1, 0.07, 0.03],
+    [0.2] * 5,
+    [0.9, 0.04, 0.03, 0.02, 0.01],
+    [0.4, 0.3, 0.2, 0.1, 0.0],
+    [0.05, 0.05, 0.3, 0.3, 0.3],
+]
+
+
+def pg_admin_url(url: str) -> str:
+    from survey.config import normalize_database_url
+
+    return normalize_database_url(url)
+
+
+# -- databases -------------------------------------------------------------------------------------
+
+
+class Database:
+    """A database of its own for one part of the benchmark, migrated, holding the survey."""
+
+    def __init__(self, backend: str, postgresql: str | None, workdir: Path) -> None:
+        from sqlalchemy import create_engine, text
+
+        self.backend = backend
+        if backend == "sqlite":
+            self.url = f"sqlite:///{workdir / f'scale-{uuid.uuid4().hex[:6]}.sqlite'}"
+            self._drop = None
+        else:
+            name = f"scale_bench_{uuid.uuid4().hex[:8]}"
+            admin = create_engine(pg_admin_url(postgresql or ""), isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+            self.url = pg_admin_url(postgresql or "").rsplit("/", 1)[0] + f"/{name}"
+
+            def drop() -> None:
+                with admin.connect() as conn:
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                admin.dispose()
+
+            self._drop = drop
+        app = self.app()
+        from survey.extensions import db
+        from survey.models import User
+        from survey.schema import upgrade_database
+        from survey.specs import create_survey_from_spec
+
+        with app.app_context():
+            upgrade_database()
+            owner = User(username=USER)
+            owner.set_password(PASSWORD)
+            db.session.add(owner)
+            survey = create_survey_from_spec(db.session, SPEC, owner=owner)
+            # the same questions again, for the plain-SQL runs, whose rows keep no tallies
+            plain = create_survey_from_spec(db.session, {**SPEC, "slug": PLAIN_SLUG}, owner=owner)
+            db.session.commit()
+            self.survey_id, self.plain_survey_id = survey.id, plain.id
+            self.question_ids = [q.id for q in survey.questions]
+            self.plain_question_ids = [q.id for q in plain.questions]
+            self.options = [len(q.options) for q in survey.questions]
+            db.engine.dispose()
+        self.submissions = 0
+
+    def app(self):
+        from survey import create_app
+
+        return create_app({"SQLALCHEMY_DATABASE_URI": self.url, "SECRET_KEY": "bench", "RATELIMIT_ENABLED": False})
+
+    def psycopg_url(self) -> str:
+        return self.url.replace("postgresql+psycopg://", "postgresql://")
+
+    def drop(self) -> None:
+        if self._drop:
+            self._drop()
+
+
+def simulate_reports(n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` respondents' reported codes (n × 10), each truth randomized by its question's GRR."""
+    from survey.privacy import GeneralizedRR
+
+    reports = np.empty((n, len(TRUTHS)), dtype=np.int64)
+    for j, (truth, eps) in enumerate(zip(TRUTHS, EPSILONS * 2, strict=True)):
+        true = rng.choice(len(truth), size=n, p=truth)
+        reports[:, j] = GeneralizedRR(len(truth), epsilon=eps).randomize(true, rng)
+    return reports
+
+
+def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000) -> float:
+    """Append ``reports`` as submissions with explicit ids; returns seconds (without the tallies)."""
+    start = time.perf_counter()
+    first = database.submissions + 1
+    day = dt.date(2026, 11, 1)
+    qids = np.asarray(database.question_ids)
+    if database.backend == "postgresql":
+        import psycopg
+
+        with psycopg.connect(database.psycopg_url()) as conn, conn.cursor() as cur:
+            for lo in range(0, len(reports), chunk):
+                block = reports[lo : lo + chunk]
+                ids = np.arange(first + lo, first + lo + len(block))
+                with cur.copy("COPY submissions (id, survey_id, submitted_on) FROM STDIN") as copy:
+                    copy.write("".join(f"{i}\t{database.survey_id}\t{day}\n" for i in ids))
+                rows = np.column_stack([np.repeat(ids, len(qids)), np.tile(qids, len(block)), block.ravel()])
+                buffer = io.StringIO()
+                np.savetxt(buffer, rows, fmt="%d", delimiter="\t")
+                with cur.copy("COPY answers (submission_id, question_id, value) FROM STDIN") as copy:
+                    copy.write(buffer.getvalue())
+            cur.execute("SELECT setval('submissions_id_seq', (SELECT max(id) FROM submissions))")
+            cur.execute("SELECT setval('answers_id_seq', (SELECT max(id) FROM answers))")
+            conn.commit()
+            conn.autocommit = True
+            conn.execute("VACUUM ANALYZE submissions")
+            conn.execute("VACUUM ANALYZE answers")
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(database.url.removeprefix("sqlite:///"))
+        with conn:
+            for lo in range(0, len(reports), chunk):
+                block = reports[lo : lo + chunk]
+                ids = np.arange(first + lo, first + lo + len(block))
+                conn.executemany(
+                    "INSERT INTO submissions (id, survey_id, submitted_on) VALUES (?, ?, ?)",
+                    [(int(i), database.survey_id, day.isoformat()) for i in ids],
+                )
+                repeated, tiled = np.repeat(ids, len(qids)).tolist(), np.tile(qids, len(block)).tolist()
+                rows = zip(repeated, tiled, block.ravel().tolist(), strict=True)
+                conn.executemany("INSERT INTO answers (submission_id, question_id, value) VALUES (?, ?, ?)", rows)
+        conn.execute("ANALYZE")
+        conn.close()
+    database.submissions += len(reports)
+    return time.perf_counter() - start
+
+
+def rebuild(database: Database) -> float:
+    from survey.extensions import db
+    from survey.models import Survey
+    from survey.tallies import rebuild_tallies
+
+    app = database.app()
+    with app.app_context():
+        start = time.perf_counter()
+        rebuild_tallies(db.session, db.session.get(Survey, database.survey_id))
+        db.session.commit()
+        seconds = time.perf_counter() - start
+        db.engine.dispose()
+    return seconds
+
+
+# -- measurements in a fresh process ---------------------------------------------------------------
+
+
+def _rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure_estimates(url: str) -> dict[str, Any]:
+    """Runs in a child process: time and memory of computing and serving every estimate."""
+    from sqlalchemy import select
+
+    from survey import create_app
+    from survey.extensions import db
+    from survey.models import Survey
+    from survey.tallies import recount, survey_results
+
+    app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
+    client = app.test_client()
+    assert client.post("/auth/login", data={"username": USER, "password": PASSWORD}).status_code == 302
+
+    def estimates() -> list:
+        with app.app_context():
+            survey = db.session.scalar(select(Survey).where(Survey.slug == SLUG))
+            results = survey_results(db.session, survey)
+            db.session.remove()
+            return results
+
+    def serve() -> dict:
+        response = client.get(f"/api/surveys/{SLUG}/estimates")
+        assert response.status_code == 200
+        return response.json
+
+    results = estimates()  # warm up: imports, connections, caches
+    document = serve()
+    before = _rss_peak_mb()
+    estimate_s = _median_seconds(estimates, 25)
+    serve_s = _median_seconds(serve, 25)
+    rss_growth = _rss_peak_mb() - before
+    tracemalloc.start()
+    estimates()
+    _, python_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
+    def full_recount() -> None:
+        with app.app_context():
+            recount(db.session, db.session.scalar(select(Survey).where(Survey.slug == SLUG)))
+            db.session.remove()
+
+    recount_s = _median_seconds(full_recount, 3)
+    return {
+        "estimate_s": estimate_s,
+        "serve_s": serve_s,
+        "estimate_rss_growth_mb": rss_growth,
+        "estimate_python_peak_mb": python_peak / 2**20,
+        "recount_s": recount_s,
+        "submissions": document["survey"]["submissions"],
+        "unbiased": [r.estimate.unbiased.tolist() for r in results],
+        "counts": [r.counts.tolist() for r in results],
+    }
+
+
+def measure_export(url: str) -> dict[str, Any]:
+    """Runs in a child process: stream the microdata CSV through the app, counting bytes and rows."""
+    from survey import create_app
+
+    app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
+    client = app.test_client()
+    assert client.post("/auth/login", data={"username": USER, "password": PASSWORD}).status_code == 302
+    client.get(f"/surveys/{SLUG}/codebook.json")  # warm up
+    before = _rss_peak_mb()
+    start = time.perf_counter()
+    response = client.get(f"/surveys/{SLUG}/responses.csv", buffered=False)
+    size = lines = 0
+    for chunk in response.response:
+        size += len(chunk)
+        lines += chunk.count(b"\n") if isinstance(chunk, bytes) else chunk.count("\n")
+    response.close()
+    return {
+        "export_s": time.perf_counter() - start,
+        "bytes": size,
+        "rows": lines - 1,
+        "rss_growth_mb": _rss_peak_mb() - before,
+    }
+
+
+def in_child(what: str, url: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", what, "--url", url],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"child {what} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def peer_aggregation(reports: np.ndarray) -> tuple[float, float, list[np.ndarray]]:
+    """multi-freq-ldpy's GRR aggregation of the same reports (in memory): seconds, MB, estimates."""
+    from multi_freq_ldpy.pure_frequency_oracles.GRR import GRR_Aggregator_MI
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    out = [GRR_Aggregator_MI(reports[:, j], len(TRUTHS[j]), eps) for j, eps in enumerate(EPSILONS * 2)]
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return seconds, (peak + reports.nbytes) / 2**20, out
+
+
+def clip_and_rescale(unbiased: list[float]) -> np.ndarray:
+    clipped = np.clip(np.asarray(unbiased), 0, None)
+    return clipped / clipped.sum()
+
+
+def run_estimation(backend: str, postgresql: str | None, workdir: Path, sizes: tuple[int, ...]) -> list[dict]:
+    database = Database(backend, postgresql, workdir)
+    rng = np.random.default_rng(20261122)
+    rows: list[dict] = []
+    held = np.empty((0, len(TRUTHS)), dtype=np.int64)
+    try:
+        for size in sizes:
+            new = simulate_reports(size - database.submissions, rng)
+            held = np.concatenate([held, new])
+            load_s = bulk_load(database, new)
+            tally_s = rebuild(database)
+            est = in_child("estimates", database.url)
+            assert est["submissions"] == size, est["submissions"]
+            for j, counts in enumerate(est["counts"]):  # the database holds exactly these reports
+                assert counts == np.bincount(held[:, j], minlength=len(TRUTHS[j])).tolist()
+            export = in_child("export", database.url)
+            assert export["rows"] == size
+            peer_s, peer_mb, peer = peer_aggregation(held)
+            for ours, theirs in zip(est["unbiased"], peer, strict=True):
+                assert np.allclose(clip_and_rescale(ours), theirs, atol=1e-12)
+            rows.append(
+                {
+                    "backend": backend,
+                    "size": size,
+                    "load_s": load_s,
+                    "tally_s": tally_s,
+                    **{k: v for k, v in est.items() if k not in ("unbiased", "counts")},
+                    "peer_s": peer_s,
+                    "peer_mb": peer_mb,
+                    "export_s": export["export_s"],
+                    "export_mb": export["bytes"] / 2**20,
+                    "export_rss_growth_mb": export["rss_growth_mb"],
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        database.drop()
+    return rows
+
+
+# -- ingest ----------------------------------------------------------------------------------------
+
+WRK_SCRIPT = """
+-- Generated by benchmarks/scale.py: POST valid random submissions; one connection per thread.
+local bodies = {BODIES}
+local threads = {}
+function setup(thread)
+  thread:set("id", #threads)
+  table.insert(threads, thread)
+end
+function init(args)
+  stop_at = tonumber(args[1])
+  n = id * 7919
+  created = 0
+  other = 0
+end
+function request()
+  n = n + 1
+  return wrk.format("POST", "{PATH}", {["Content-Type"] = "application/json"}, bodies[(n % #bodies) + 1])
+end
+function response(status, headers, body)
+  if status == 201 then created = created + 1 else other = other + 1 end
+  if os.time() >= stop_at then wrk.thread:stop() end
+end
+function done(summary, latency, requests)
+  local c, o = 0, 0
+  for _, t in ipairs(threads) do c = c + t:get("created"); o = o + t:get("other") end
+  local e = summary.errors
+  io.write(string.format(
+    'RESULT {"created": %d, "other": %d, "p50_ms": %.3f, "p99_ms": %.3f, ' ..
+    '"connect": %d, "read": %d, "write": %d, "timeout": %d}\\n',
+    c, o, latency:percentile(50) / 1000, latency:percentile(99) / 1000, e.connect, e.read, e.write, e.timeout))
+end
+"""
+
+
+def wrk_script(database: Database, path: Path, rng: np.random.Generator, bodies: int = 500) -> None:
+    keys = [q["key"] for q in SPEC["questions"]]
+    texts = []
+    for _ in range(bodies):
+        answers = {key: int(rng.integers(k)) for key, k in zip(keys, database.options, strict=True)}
+        texts.append(json.dumps(json.dumps({"answers": answers})))
+    lua = WRK_SCRIPT.replace("{BODIES}", "{" + ", ".join(texts) + "}").replace(
+        "{PATH}", f"/api/surveys/{SLUG}/responses"
+    )
+    path.write_text(lua)
+
+
+def stored_submissions(database: Database) -> int:
+    import psycopg
+
+    with psycopg.connect(database.psycopg_url()) as conn:
+        query = "SELECT count(*) FROM submissions WHERE survey_id = %s"
+        return conn.execute(query, (database.survey_id,)).fetchone()[0]
+
+
+def web_run(database: Database, workers: int, connections: int, seconds: float, script: Path, log: Path) -> dict:
+    """gunicorn with ``workers`` workers, loaded by wrk for ``seconds``; the recount comes after."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database.url,
+        "SECRET_KEY": secrets.token_hex(32),
+        "BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": str(workers),
+        # every request comes from 127.0.0.1: the limiter still runs, with room for the load
+        "SUBMISSION_RATE_LIMIT": "100000000 per minute",
+    }
+    env.pop("SURVEY_ENV", None)
+    before = stored_submissions(database)
+    with log.open("a") as out:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:survey.gunicorn_conf", "survey.wsgi:app"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_healthy(port, server)
+        stop_at = math.ceil(time.time()) + int(seconds)
+        started = time.time()
+        load = subprocess.Popen(
+            [
+                *("wrk", f"-t{connections}", f"-c{connections}", f"-d{int(seconds) + 30}s", "-s", str(script)),
+                *(f"http://127.0.0.1:{port}", "--", str(stop_at)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        time.sleep(max(0.0, stop_at - time.time()) + 2.0)  # every thread has had its last answer
+        load.send_signal(signal.SIGINT)
+        output, _ = load.communicate(timeout=60)
+        elapsed = stop_at - started
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    lines = [line for line in output.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"wrk printed no result:\n{output}")
+    result = json.loads(lines[-1].removeprefix("RESULT "))
+    stored = stored_submissions(database) - before
+    errors = result["other"] + result["connect"] + result["read"] + result["write"] + result["timeout"]
+    return {
+        "workers": workers,
+        "rate": result["created"] / elapsed,
+        "p50_ms": result["p50_ms"],
+        "p99_ms": result["p99_ms"],
+        "acknowledged": result["created"],
+        "stored": stored,
+        "lost": max(0, result["created"] - stored),
+        "errors": errors,
+    }
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, server: subprocess.Popen) -> None:
+    import http.client
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError("gunicorn exited")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("gunicorn did not become healthy")
+
+
+def _plain_inserts(
+    url: str, survey_id: int, question_ids: list[int], options: list[int], mode: str, stop_at: float, out
+) -> None:
+    """One process of the ceiling: plain SQL, one transaction per submission, until ``stop_at``."""
+    import random
+
+    import psycopg
+
+    from survey.submissions import _postgresql_write
+
+    statement = _postgresql_write(len(question_ids), False)
+    day = dt.date.today()
+    done = 0
+    with psycopg.connect(url) as conn:
+        while time.time() < stop_at:
+            values = [random.randrange(k) for k in options]
+            if mode == "naive":
+                with conn.transaction():
+                    sid = conn.execute(
+                        "INSERT INTO submissions (survey_id, submitted_on) VALUES (%s, %s) RETURNING id",
+                        (survey_id, day),
+                    ).fetchone()[0]
+                    for qid, value in zip(question_ids, values, strict=True):
+                        conn.execute(
+                            "INSERT INTO answers (submission_id, question_id, value) VALUES (%s, %s, %s)",
+                            (sid, qid, value),
+                        )
+            else:  # the statement the app sends, from a bare loop
+                params: dict[str, Any] = {"survey_id": survey_id, "slug": PLAIN_SLUG, "access": "link"}
+                params.update(day=day, shard=random.randrange(16))
+                for i, (qid, value) in enumerate(zip(question_ids, values, strict=True)):
+                    params[f"q{i}"], params[f"v{i}"] = qid, value
+                conn.autocommit = True  # as the app sends it: one statement, its own transaction
+                assert conn.execute(statement, params).fetchone() is not None
+            done += 1
+    out.put(done)
+
+
+INSERT_SUBMISSION = "INSERT INTO submissions (survey_id, submitted_on) VALUES (%s, %s) RETURNING id"
+INSERT_ANSWER = "INSERT INTO answers (submission_id, question_id, value) VALUES (%s, %s, %s)"
+
+
+def ceiling_run(database: Database, processes: int, seconds: float, mode: str) -> dict:
+    queue: multiprocessing.Queue = multiprocessing.Queue()
+    started = time.time()
+    stop_at = started + seconds
+    procs = [
+        multiprocessing.Process(
+            target=_plain_inserts,
+            args=(
+                database.psycopg_url(),
+                database.plain_survey_id,
+                database.plain_question_ids,
+                database.options,
+                mode,
+                stop_at,
+                queue,
+            ),
+        )
+        for _ in range(processes)
+    ]
+    for p in procs:
+        p.start()
+    total = sum(queue.get(timeout=seconds + 120) for _ in procs)
+    for p in procs:
+        p.join()
+    return {"processes": processes, "mode": mode, "rate": total / (time.time() - started)}
+
+
+def run_ingest(postgresql: str, workdir: Path, seconds: float, rounds: int, connections: int) -> dict:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make bench` installs it")
+    database = Database("postgresql", postgresql, workdir)
+    script = workdir / "post.lua"
+    wrk_script(database, script, np.random.default_rng(7))
+    log = workdir / "gunicorn.log"
+    runs: dict[int, dict[str, list[dict]]] = {}
+    try:
+        for workers in (2, 4):
+            runs[workers] = {"web": [], "naive": [], "statement": []}
+            for _ in range(rounds):  # interleaved, so that a slow minute of the machine hits both
+                runs[workers]["naive"].append(ceiling_run(database, workers, seconds, "naive"))
+                runs[workers]["web"].append(web_run(database, workers, connections, seconds, script, log))
+                runs[workers]["statement"].append(ceiling_run(database, workers, seconds, "statement"))
+                print(json.dumps({k: v[-1] for k, v in runs[workers].items()}), flush=True)
+        app = database.app()
+        from survey.extensions import db
+        from survey.models import Survey
+        from survey.tallies import tally_mismatches
+
+        with app.app_context():
+            mismatches = tally_mismatches(db.session, db.session.get(Survey, database.survey_id))
+            db.engine.dispose()
+        return {"runs": runs, "tally_mismatches": mismatches, "connections": connections, "seconds": seconds}
+    finally:
+        database.drop()
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def report(estimation: list[dict], ingest: dict | None, header: str) -> str:
+    lines = [header, ""]
+    targets = ["## Targets", "", "| target | measured | |", "|---|---|---|"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    pg = [r for r in estimation if r["backend"] == "postgresql"]
+    biggest = max((r for r in pg), key=lambda r: r["size"], default=None)
+    if biggest is not None:
+        size, took = f"{biggest['size']:,}", biggest["estimate_s"]
+        targets.append(
+            f"| all estimates of {size} submissions < 0.25 s on PostgreSQL | {fmt_s(took)} | {verdict(took < 0.25)} |"
+        )
+        ratio = biggest["peer_s"] / took
+        fast = verdict(ratio >= 20)
+        targets.append(f"| ≥ 20× faster than multi-freq-ldpy on the same reports ({size}) | {ratio:,.0f}× | {fast} |")
+    for backend in ("postgresql", "sqlite"):
+        rows = [r for r in estimation if r["backend"] == backend]
+        if len(rows) > 1:
+            spread = max(r["estimate_rss_growth_mb"] for r in rows) - min(r["estimate_rss_growth_mb"] for r in rows)
+            py = max(r["estimate_python_peak_mb"] for r in rows) - min(r["estimate_python_peak_mb"] for r in rows)
+            targets.append(
+                f"| estimate-step memory flat within 20 MB, {rows[0]['size']:,} → {rows[-1]['size']:,} ({backend}) |"
+                f" resident Δ {spread:.1f} MB, Python peak Δ {py:.2f} MB | {verdict(spread <= 20 and py <= 20)} |"
+            )
+    if ingest:
+        for workers, kinds in ingest["runs"].items():
+            web = statistics.median(r["rate"] for r in kinds["web"])
+            naive = statistics.median(r["rate"] for r in kinds["naive"])
+            errors = sum(r["errors"] for r in kinds["web"])
+            lost = sum(r["lost"] for r in kinds["web"])
+            clean = verdict(errors == 0 and lost == 0)
+            targets.append(
+                f"| ingest, {workers} workers: 0 errors and 0 lost | {errors} errors, {lost} lost | {clean} |"
+            )
+            targets.append(
+                f"| ingest, {workers} workers: ≥ 60% of the plain-SQL ceiling |"
+                f" {web:.0f}/s = {web / naive:.0%} of {naive:.0f}/s | {verdict(web >= 0.6 * naive)} |"
+            )
+            targets.append(
+                f"| ingest, {workers} workers: aim 1,000 submissions/s | {web:.0f}/s | {verdict(web >= 1000)} |"
+            )
+        targets.append(
+            f"| tallies equal a GROUP BY after all ingest runs | {ingest['tally_mismatches'] or 'equal'} |"
+            f" {verdict(not ingest['tally_mismatches'])} |"
+        )
+    lines += [*targets, ""]
+
+    lines += [
+        "## Estimation and export",
+        "",
+        "Times are medians (25 runs for estimates and JSON, 3 for the recount). *Estimates*: load the survey,"
+        " read the tallies, debias and compute every interval of all 10 questions. *JSON*: the same through the"
+        " app (`GET /api/surveys/<slug>/estimates`, signed in). *Recount*: the GROUP BY over every answer that"
+        " the tallies spare each request. *Peer*: multi-freq-ldpy `GRR_Aggregator_MI` on the same reports held in"
+        " memory (its MB include the reports). Memory of the estimate step: growth of the process's resident"
+        " high-water mark over the 50 timed runs, and tracemalloc's peak for one step.",
+        "",
+        "| backend | submissions | bulk load | tally rebuild | estimates | JSON | recount | peer | peer ÷ ours |"
+        " estimate Δ resident | estimate Python peak | peer MB | export CSV | CSV size | export Δ resident |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in estimation:
+        lines.append(
+            f"| {r['backend']} | {r['size']:,} | {fmt_s(r['load_s'])} | {fmt_s(r['tally_s'])}"
+            f" | {fmt_s(r['estimate_s'])} | {fmt_s(r['serve_s'])} | {fmt_s(r['recount_s'])} | {fmt_s(r['peer_s'])}"
+            f" | {r['peer_s'] / r['estimate_s']:,.0f}×"
+            f" | {r['estimate_rss_growth_mb']:.1f} MB | {r['estimate_python_peak_mb']:.2f} MB | {r['peer_mb']:.0f} MB"
+            f" | {fmt_s(r['export_s'])} | {r['export_mb']:.0f} MB | {r['export_rss_growth_mb']:.1f} MB |"
+        )
+    if ingest:
+        lines += [
+            "",
+            "## Ingest (PostgreSQL)",
+            "",
+            f"{ingest['seconds']:.0f} s per run, {ingest['connections']} wrk connections, runs interleaved (plain SQL,"
+            " web, our statement) and repeated; medians in the summary. *Plain SQL*: as many processes as workers,"
+            " one INSERT per row (a submission and its 10 answers), one transaction per submission. *Our statement*:"
+            " the same processes sending the single statement the app sends (answers and tallies), in"
+            " autocommit as the app does. *Web*: gunicorn (`survey.gunicorn_conf`: sync workers, access log on) behind"
+            " wrk; *stored* is counted in the database before and after the run.",
+            "",
+            "| workers | round | plain SQL /s | our statement /s | web /s | web ÷ plain | p50 | p99 | errors"
+            " | acknowledged | stored | lost |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for workers, kinds in ingest["runs"].items():
+            for i, (naive, web, stmt) in enumerate(
+                zip(kinds["naive"], kinds["web"], kinds["statement"], strict=True), 1
+            ):
+                lines.append(
+                    f"| {workers} | {i} | {naive['rate']:.0f} | {stmt['rate']:.0f} | {web['rate']:.0f}"
+                    f" | {web['rate'] / naive['rate']:.0%}"
+                    f" | {web['p50_ms']:.1f} ms | {web['p99_ms']:.1f} ms | {web['errors']} | {web['acknowledged']:,}"
+                    f" | {web['stored']:,} | {web['lost']} |"
+                )
+            med = {k: statistics.median(r["rate"] for r in v) for k, v in kinds.items()}
+            lines.append(
+                f"| {workers} | median | {med['naive']:.0f} | {med['statement']:.0f} | {med['web']:.0f} |"
+                f" {med['web'] / med['naive']:.0%} | {statistics.median(r['p50_ms'] for r in kinds['web']):.1f} ms"
+                f" | {statistics.median(r['p99_ms'] for r in kinds['web']):.1f} ms | | | | |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    parser.add_argument(
+        "--postgresql", default=os.environ.get("TEST_DATABASE_URL"), help="server URL (a database is created on it)"
+    )
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--backends", default="postgresql,sqlite")
+    parser.add_argument("--ingest-seconds", type=float, default=15.0)
+    parser.add_argument("--ingest-rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=8, help="wrk connections (one per thread)")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--skip-estimation", action="store_true")
+    parser.add_argument("--child", choices=("estimates", "export"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = measure_estimates(args.url) if args.child == "estimates" else measure_export(args.url)
+        print(json.dumps(result))
+        return
+
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    backends = [b for b in args.backends.split(",") if b]
+    if "postgresql" in backends and not args.postgresql:
+        print("TEST_DATABASE_URL is not set: PostgreSQL parts skipped", file=sys.stderr)
+        backends.remove("postgresql")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        estimation = []
+        if not args.skip_estimation:
+            for backend in backends:
+                estimation += run_estimation(backend, args.postgresql, workdir, sizes)
+        ingest = None
+        if not args.skip_ingest and args.postgresql:
+            ingest = run_ingest(args.postgresql, workdir, args.ingest_seconds, args.ingest_rounds, args.connections)
+    minutes = (time.perf_counter() - started) / 60
+    import psycopg
+    import sqlalchemy
+
+    header = (
+        "# Scale benchmark\n\n"
+        f"`python benchmarks/scale.py` ({dt.date.today().isoformat()}, Python {platform.python_version()},"
+        f" SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__},"
+        f" {os.cpu_count()} cores; {minutes:.1f} min). The method is in the module docstring."
+    )
+    text = report(estimation, ingest, header)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
