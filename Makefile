@@ -7,8 +7,10 @@ FLASK := $(BIN)/flask --app survey
 HOST ?= 127.0.0.1
 PORT ?= 5000
 CHROMIUM := /usr/bin/chromium
+# The PostgreSQL server the scale benchmark creates its databases on.
+BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test lint bench chromium clean
+.PHONY: run test lint bench chromium wrk clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +40,14 @@ chromium:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Debian's wrk, the load generator of the ingest benchmark.
+wrk:
+	@if ! command -v wrk >/dev/null; then \
+		echo "Installing Debian's wrk for the ingest benchmark..."; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
+	fi
+
 run: $(VENV)/.installed
 	$(FLASK) init-db
 	$(FLASK) demo --if-empty --host http://$(HOST):$(PORT)
@@ -61,6 +71,8 @@ bench: $(VENV)/.bench-installed
 	@$(MAKE) --no-print-directory chromium
 	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
 	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md
+	@$(MAKE) --no-print-directory wrk
+	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

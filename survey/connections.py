@@ -54,8 +54,8 @@ def autocommit_cursor(engine: Engine) -> Iterator[Any]:
         with driver.cursor() as cursor:
             yield cursor
     finally:
-        try:
-            if not driver.closed:
-                driver.autocommit = False
-        finally:
-            pooled.close()
+        if driver.closed or getattr(driver, "broken", False):
+            pooled.invalidate()  # the database went away: discard it, as SQLAlchemy would
+        else:
+            driver.autocommit = False
+        pooled.close()

@@ -245,3 +245,50 @@ def test_closing_while_submissions_arrive(live):
         assert db.session.scalar(select(func.count()).select_from(Submission)) == statuses[201]
         per_question = db.session.execute(select(Question.key, func.count()).join(Answer).group_by(Question.key))
         assert dict(per_question.all()) == {key: statuses[201] for key in ANSWERS}
+
+
+def test_a_lost_database_connection_costs_one_request_and_stores_nothing_partial(request, tmp_path):
+    """The database drops the app's connections (a restart, a failover): the request that meets a
+    dead connection is refused, the connection is discarded, and the next ones are stored."""
+    if "postgresql" not in BACKENDS:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    config = make_config("postgresql", tmp_path, request)
+    config["SQLALCHEMY_ENGINE_OPTIONS"]["connect_args"]["application_name"] = "survey-lost-connection"
+    config["TESTING"] = False  # errors are answered as in production, not raised into the server
+    app = create_app(config)
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        db.engine.dispose()
+    admin = create_engine(_pg_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with serve(app) as port:
+            assert [post(port, {"answers": ANSWERS})[0] for _ in range(5)] == [201] * 5
+            with admin.connect() as conn:
+                killed = conn.execute(
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                        " WHERE application_name = 'survey-lost-connection'"
+                    )
+                ).scalar()
+            assert killed >= 1
+            statuses = [post(port, {"answers": ANSWERS})[0] for _ in range(10)]
+        failed = [s for s in statuses if s != 201]
+        assert set(failed) <= {500} and len(failed) <= killed, statuses
+        assert statuses[-5:] == [201] * 5  # service is back
+        with app.app_context():
+            survey = db.session.scalar(select(Survey))
+            stored = db.session.scalar(select(func.count()).select_from(Submission))
+            assert stored == 5 + statuses.count(201)
+            per_submission = db.session.execute(
+                select(func.count()).select_from(Answer).group_by(Answer.submission_id)
+            ).scalars()
+            assert set(per_submission) == {len(ANSWERS)}
+            from survey.tallies import tally_mismatches
+
+            assert tally_mismatches(db.session, survey) == []
+    finally:
+        admin.dispose()
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
