@@ -102,6 +102,43 @@ def make_config(backend: str, tmp_path, request) -> dict:
 
 
 @contextlib.contextmanager
+def own_database(backend: str, tmp_path, name: str):
+    """A database of its own, empty (a new SQLite file, or a new PostgreSQL database dropped at the
+    end), for a server that runs in another process; yields its URL."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / f'{name}.sqlite'}"
+        return
+    database = f"survey_{name}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(_pg_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{database}"'))
+    try:
+        yield _pg_url().rsplit("/", 1)[0] + f"/{database}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def limited_app(tmp_path, sqlite_template, **config):
+    """An app on a migrated SQLite copy holding the small survey, with the rate limits on, and the
+    process's counters cleared."""
+    from survey.limits import limiter
+    from survey.specs import create_survey_from_spec
+
+    path = tmp_path / f"limited-{uuid.uuid4().hex[:6]}.sqlite"
+    shutil.copyfile(sqlite_template, path)
+    app = create_app(
+        {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "t", "RATELIMIT_ENABLED": True, **config}
+    )
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        limiter.reset()
+    return app
+
+
+@contextlib.contextmanager
 def serve(app):
     """Serve ``app`` on 127.0.0.1 at a free port, one thread per request; yields the port."""
     server = make_server("127.0.0.1", 0, app, threaded=True)

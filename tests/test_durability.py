@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from survey.schema import upgrade_database
 from survey.specs import create_survey_from_spec
 from survey.tallies import question_mechanism, survey_results
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, serve
+from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, own_database, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
@@ -61,30 +60,14 @@ def post(port: int, body: dict, timeout: float = 5.0) -> tuple[int, dict]:
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     """A fresh database (a SQLite file, or a PostgreSQL database of its own) with the small survey."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'kill.sqlite'}"
-        cleanup = None
-    else:
-        name = f"survey_kill_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(_pg_url(), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = _pg_url().rsplit("/", 1)[0] + f"/{name}"
-
-        def cleanup():
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
-
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "RATELIMIT_ENABLED": False})
-    with app.app_context():
-        upgrade_database()
-        create_survey_from_spec(db.session, SMALL_SPEC)
-        db.session.commit()
-        db.engine.dispose()
-    yield url
-    if cleanup:
-        cleanup()
+    with own_database(request.param, tmp_path, "kill") as url:
+        app = create_app({"SQLALCHEMY_DATABASE_URI": url, "RATELIMIT_ENABLED": False})
+        with app.app_context():
+            upgrade_database()
+            create_survey_from_spec(db.session, SMALL_SPEC)
+            db.session.commit()
+            db.engine.dispose()
+        yield url
 
 
 def start_server(url: str, port: int) -> subprocess.Popen:

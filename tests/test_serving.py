@@ -12,13 +12,12 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select, text
 
 from survey import create_app
 from survey.extensions import db
@@ -29,7 +28,7 @@ from survey.schema import alembic_config, upgrade_database
 from survey.specs import create_survey_from_spec
 from survey.tallies import survey_counts, tally_mismatches
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url
+from .conftest import BACKENDS, SMALL_SPEC, limited_app, own_database
 from .test_durability import ANSWERS, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,24 +93,8 @@ def test_the_production_entry_point_refuses_to_start_without_a_secret_key(tmp_pa
 
 
 def test_trusted_proxies_make_rate_limits_count_the_forwarded_address(tmp_path, sqlite_template):
-    import shutil
-
     def app_with(proxies: int):
-        path = tmp_path / f"proxies{proxies}.sqlite"
-        shutil.copyfile(sqlite_template, path)
-        app = create_app(
-            {
-                "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}",
-                "SECRET_KEY": "t",
-                "RATELIMIT_ENABLED": True,
-                "SUBMISSION_RATE_LIMIT": "2 per minute",
-                "TRUSTED_PROXIES": proxies,
-            }
-        )
-        with app.app_context():
-            create_survey_from_spec(db.session, SMALL_SPEC)
-            db.session.commit()
-            limiter.reset()
+        app = limited_app(tmp_path, sqlite_template, SUBMISSION_RATE_LIMIT="2 per minute", TRUSTED_PROXIES=proxies)
         return app.test_client()
 
     def statuses(client, address: str) -> list[int]:
@@ -137,22 +120,13 @@ def test_trusted_proxies_make_rate_limits_count_the_forwarded_address(tmp_path, 
 @pytest.fixture(params=BACKENDS)
 def served(request, tmp_path):
     """gunicorn (survey.gunicorn_conf, two workers) on a migrated database of its own; yields
-    (base url, database url, log path)."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'served.sqlite'}"
-        cleanup = None
-    else:
-        name = f"survey_served_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(_pg_url(), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        url = _pg_url().rsplit("/", 1)[0] + f"/{name}"
+    (port, database url, log path)."""
+    with own_database(request.param, tmp_path, "served") as url:
+        yield from _gunicorn(url, tmp_path)
 
-        def cleanup():
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
 
+def _gunicorn(url: str, tmp_path):
+    """Migrate ``url``, add a link survey and a coded one, run gunicorn on it until closed."""
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t"})
     with app.app_context():
         upgrade_database()
@@ -197,8 +171,6 @@ def served(request, tmp_path):
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
-        if cleanup:
-            cleanup()
 
 
 def request_json(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -264,22 +236,7 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
 
 def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_template, monkeypatch):
     """limits' stock memory storage started a timer thread after nearly every request."""
-    import shutil
-
-    path = tmp_path / "limits.sqlite"
-    shutil.copyfile(sqlite_template, path)
-    app = create_app(
-        {
-            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}",
-            "SECRET_KEY": "t",
-            "RATELIMIT_ENABLED": True,
-            "SUBMISSION_RATE_LIMIT": "150 per minute",
-        }
-    )
-    with app.app_context():
-        create_survey_from_spec(db.session, SMALL_SPEC)
-        db.session.commit()
-        limiter.reset()
+    app = limited_app(tmp_path, sqlite_template, SUBMISSION_RATE_LIMIT="150 per minute")
     client = app.test_client()
     started = []
     monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
