@@ -38,10 +38,11 @@ class SweptMemoryStorage(MemoryStorage):
 
     STORAGE_SCHEME = ["sweptmemory"]  # noqa: RUF012 - the attribute limits' registry reads
     SWEEP_SECONDS = 1.0
+    _next_sweep = 0.0
 
     def _MemoryStorage__schedule_expiry(self) -> None:  # replaces the stock thread-starting method
         now = time.monotonic()
-        if now >= getattr(self, "_next_sweep", 0.0):
+        if now >= self._next_sweep:
             self._next_sweep = now + self.SWEEP_SECONDS
             self._MemoryStorage__expire_events()  # type: ignore[attr-defined]
 

@@ -66,7 +66,3 @@ def upgrade_database() -> tuple[str | None, str]:
         before = FIRST_REVISION
     command.upgrade(config, "head")
     return before, head_revision()
-
-
-def schema_is_current() -> bool:
-    return current_revision() == head_revision()

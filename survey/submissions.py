@@ -22,7 +22,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, TextClause, bindparam, func, select, text
+from sqlalchemy import TextClause, bindparam, func, select, text
 from sqlalchemy.orm import Session, scoped_session
 
 from .connections import autocommit_cursor
@@ -101,7 +101,7 @@ def submission_form(session: Session, slug: str, cache: FormCache | None = None)
     a published survey's questions, options and requirements never change."""
     if cache is not None and (form := cache.get(slug)) is not None:
         return form
-    rows = _connection(session).execute(_FORM_QUERY, {"slug": slug}).all()
+    rows = session.execute(_FORM_QUERY, {"slug": slug}).all()
     if not rows or rows[0][1] == "draft":
         return None
     survey_id, _, access = rows[0][:3]
@@ -118,14 +118,6 @@ def _in_transaction(session: Session) -> bool:
     if isinstance(session, scoped_session):
         return session.registry.has() and session().in_transaction()
     return session.in_transaction()
-
-
-def _connection(session: Session) -> Connection:
-    """The session's connection; on PostgreSQL in autocommit when nothing else has used it yet in
-    this request, so that a submission's single statement needs no BEGIN and COMMIT round trips."""
-    if session.get_bind().dialect.name == "postgresql" and not _in_transaction(session):
-        return session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-    return session.connection()
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,6 @@ def survey_counts(session: Session, survey: Survey) -> Counts:
     return Counts(total, counts)
 
 
-def reported_counts(session: Session, survey: Survey) -> dict[int, np.ndarray]:
-    """question id → counts of each reported code (from the running tallies)."""
-    return survey_counts(session, survey).by_question
-
-
 def submission_count(session: Session, survey: Survey) -> int:
     """How many submissions the survey has stored (from the running tally)."""
     total = session.scalar(select(func.sum(SubmissionTally.count)).where(SubmissionTally.survey_id == survey.id))

@@ -165,11 +165,11 @@ def test_demo_command_creates_simulated_respondents(app, runner):
 def test_demo_reports_are_randomized_by_the_stored_mechanism(app):
     """At 20,000 respondents the reported yes-share matches Q·truth, not the truth itself."""
     from survey.demo import create_demo
-    from survey.tallies import reported_counts
+    from survey.tallies import survey_counts
 
     with app.app_context():
         survey = create_demo(db.session, 20_000)
-        counts = reported_counts(db.session, survey)
+        counts = survey_counts(db.session, survey).by_question
         cannabis = survey.questions[0]
         expected = cannabis.mechanism().matrix @ cannabis.simulated_truth
         observed = counts[cannabis.id] / counts[cannabis.id].sum()
