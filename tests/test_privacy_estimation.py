@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from survey.privacy import CoinFlip, GeneralizedRR, Mechanism, Warner, estimate, simplex_mle
+from survey.privacy import CoinFlip, GeneralizedRR, Mechanism, Warner, estimate, simplex_mle, wilson_interval
+
+
+def wilson_interval_mapped(x, n, a, b):
+    low, high = wilson_interval(x, n)
+    return np.clip((np.atleast_1d(low) - b) / a, 0, 1), np.clip((np.atleast_1d(high) - b) / a, 0, 1)
 
 
 def test_seed_check_values():
@@ -20,16 +25,35 @@ def test_seed_check_values():
     assert high[0] == pytest.approx(0.3614, abs=5e-5)
     # the "no" share is the mirror image
     assert low[1] == pytest.approx(1 - high[0]) and high[1] == pytest.approx(1 - low[0])
-    assert result.interval_methods == ("wilson-mapped", "wilson-mapped")
+    assert result.interval_methods == ("wilson-floor-mapped", "wilson-floor-mapped")
+    # the floor (a 93% Clopper–Pearson interval inside) does not touch a count like 400 of 1000
+    assert low[0] == wilson_interval_mapped(400, 1000, 0.5, 0.25)[0][0]
+    assert high[0] == wilson_interval_mapped(400, 1000, 0.5, 0.25)[1][0]
 
 
 def test_standard_error_is_sampling_form():
     mech = GeneralizedRR(4, epsilon=1)
-    counts = np.array([130, 300, 250, 320])
+    counts = np.array([200, 300, 250, 250])
     result = estimate(mech, counts)
+    assert np.all(result.unbiased > 0)
     lam = counts / counts.sum()
     p, q = mech.truth_probability, (1 - mech.truth_probability) / 3
     np.testing.assert_allclose(result.standard_errors, np.sqrt(lam * (1 - lam) / (1000 * (p - q) ** 2)))
+    np.testing.assert_array_equal(result.fitted, result.observed)
+
+
+def test_a_category_nobody_reported_keeps_a_standard_error():
+    # the review's case: the plug-in at λ̂ = 0 gave SE exactly 0 beside an unbiased estimate of -0.4
+    mech = GeneralizedRR(4, epsilon=1.258)
+    result = estimate(mech, [3, 9, 0, 3])
+    assert result.unbiased[2] < -0.3
+    assert result.standard_errors[2] > 0.05
+    # the covariance is evaluated at the reported shares the consistent estimate implies
+    fitted = mech.matrix @ result.proportions
+    np.testing.assert_allclose(result.fitted, fitted)
+    p, q = mech.truth_probability, (1 - mech.truth_probability) / 3
+    np.testing.assert_allclose(result.standard_errors, np.sqrt(fitted * (1 - fitted) / (15 * (p - q) ** 2)))
+    assert fitted[2] >= q
 
 
 def test_consistent_equals_unbiased_inside_the_simplex():
@@ -83,9 +107,12 @@ def test_intervals_inside_unit_and_simultaneous_wider():
     assert np.all((0 <= low) & (low <= high) & (high <= 1))
     slow, shigh = result.ci(simultaneous=True)
     assert np.all(slow <= low) and np.all(shigh >= high) and np.any(shigh - slow > high - low)
-    # binary: one interval fixes the other, nothing to divide
+    # binary: one interval fixes the other, nothing to divide; the simultaneous promise ("at least
+    # level") needs the exact pieces, though
     binary = estimate(Warner(0.8), [30, 70])
-    np.testing.assert_array_equal(binary.ci(simultaneous=True)[0], binary.ci()[0])
+    np.testing.assert_array_equal(binary.ci(simultaneous=True)[0], binary.ci(method="exact")[0])
+    assert binary.interval_method_names(simultaneous=True) == ("clopper-pearson-mapped",) * 2
+    assert result.interval_method_names(simultaneous=True) == ("bonferroni-clopper-pearson-mapped",) * 5
     wider = binary.ci(level=0.99)
     assert wider[0][0] < binary.ci()[0][0]
 
@@ -97,11 +124,18 @@ def test_small_samples_give_wide_honest_intervals():
     assert np.isfinite(result.standard_errors).all()
 
 
-def test_custom_non_affine_falls_back_to_delta_method():
+def test_custom_non_affine_gets_the_profile_likelihood_interval():
     mech = Mechanism([[0.8, 0.1, 0.2], [0.1, 0.7, 0.2], [0.1, 0.2, 0.6]])
     result = estimate(mech, [30, 40, 30])
-    assert result.interval_methods == ("delta-wald",) * 3
+    assert result.interval_methods == ("profile-likelihood",) * 3
+    assert result.interval_method_names(method="wald") == ("delta-wald",) * 3
+    assert result.interval_method_names(method="exact") == ("clopper-pearson-projected",) * 3
+    # the delta method is still there when asked for, and the exact interval is wider
+    wald_low, wald_high = result.ci(method="wald")
+    exact_low, exact_high = result.ci(method="exact")
     low, high = result.ci()
+    assert np.all(exact_high - exact_low > high - low)
+    assert np.all(np.abs((wald_high - wald_low) - (high - low)) < 0.05)
     assert np.all(high - low > 0.1)
     assert np.all((low <= np.clip(result.unbiased, 0, 1)) & (np.clip(result.unbiased, 0, 1) <= high))
     assert np.all((0 <= low) & (high <= 1))

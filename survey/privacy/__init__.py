@@ -14,9 +14,29 @@ Every mechanism is a channel matrix ``Q[reported, true]``; everything else is de
 Nothing here imports Flask, SQLAlchemy or the rest of the application.
 """
 
+from .association import Association, Measure, association, product_mechanism
+from .comparison import (
+    Breakdown,
+    GroupComparison,
+    breakdown,
+    compare_groups,
+    difference_interval,
+    few_respondents_threshold,
+)
 from .composition import total_epsilon
 from .deniability import mechanism_posterior_bounds, posterior_bounds
-from .estimation import Estimate, estimate, simplex_mle, wilson_interval
+from .estimation import (
+    METHODS,
+    Estimate,
+    binomial_interval,
+    clopper_pearson_interval,
+    estimate,
+    floored_wilson_interval,
+    interval_coverage,
+    minimum_coverage,
+    simplex_mle,
+    wilson_interval,
+)
 from .mechanisms import (
     CoinFlip,
     ForcedResponse,
@@ -34,24 +54,57 @@ from .planning import (
     per_respondent_variance,
     sample_size,
 )
+from .regression import RRLogisticResult, rr_logistic
+from .sequences import (
+    AnytimeTest,
+    ConfidenceSequence,
+    MixturePrior,
+    anytime_test,
+    confidence_sequence,
+    log_mixture_martingale,
+)
 
 __all__ = [
+    "METHODS",
+    "AnytimeTest",
+    "Association",
+    "Breakdown",
     "CoinFlip",
+    "ConfidenceSequence",
     "Estimate",
     "ForcedResponse",
     "GeneralizedRR",
+    "GroupComparison",
+    "Measure",
     "Mechanism",
+    "MixturePrior",
+    "RRLogisticResult",
     "UnrelatedQuestion",
     "Warner",
+    "anytime_test",
+    "association",
+    "binomial_interval",
+    "breakdown",
+    "clopper_pearson_interval",
+    "compare_groups",
+    "confidence_sequence",
     "design_effect",
+    "difference_interval",
     "epsilon_of_matrix",
     "estimate",
     "expected_shares",
+    "few_respondents_threshold",
+    "floored_wilson_interval",
+    "interval_coverage",
+    "log_mixture_martingale",
     "margin_of_error",
     "mechanism_from_dict",
     "mechanism_posterior_bounds",
+    "minimum_coverage",
     "per_respondent_variance",
     "posterior_bounds",
+    "product_mechanism",
+    "rr_logistic",
     "sample_size",
     "simplex_mle",
     "total_epsilon",

@@ -20,6 +20,7 @@ __all__ = [
     "ForcedResponse",
     "GeneralizedRR",
     "Mechanism",
+    "ParameterError",
     "UnrelatedQuestion",
     "Warner",
     "epsilon_of_matrix",
@@ -35,13 +36,35 @@ MAX_CONDITION_NUMBER = 1e10
 YES_NO = ("yes", "no")
 
 
-def _check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:
+class ParameterError(ValueError):
+    """A design parameter the mechanism cannot be built with.
+
+    ``parameter`` names it as the spec's ``privacy`` object does (``"p"``, ``"yes_probability"``,
+    ``"epsilon"``, ``"forced"``, ...) and ``index`` is the option for a per-option parameter, so that
+    callers can put the message next to the input it is about without reading the message.
+    """
+
+    def __init__(self, parameter: str, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.index = index
+
+
+def _check_probability(
+    name: str,
+    value: float,
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+    parameter: str | None = None,
+    index: int | None = None,
+) -> float:
     try:
         value = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+        raise ParameterError(parameter or name, f"{name} must be a number, got {value!r}", index) from None
     if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+        raise ParameterError(parameter or name, f"{name} must be between {low:g} and {high:g}, got {value!r}", index)
     return value
 
 
@@ -49,10 +72,31 @@ def _check_epsilon(epsilon: float) -> float:
     try:
         epsilon = float(epsilon)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"epsilon must be a number, got {epsilon!r}") from None
+        raise ParameterError("epsilon", f"epsilon must be a number, got {epsilon!r}") from None
     if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number greater than 0, got {epsilon!r}")
+        raise ParameterError("epsilon", f"epsilon must be a finite number greater than 0, got {epsilon!r}")
     return epsilon
+
+
+def _coin_truth_from_epsilon(epsilon: float, f: float, name: str) -> float:
+    """The first coin's truth probability ``p`` of a coin-flip matrix with forced-"yes" chance ``f`` and
+    the given ε: ε = ``ln(1 + p / ((1 − p)·min(f, 1 − f)))``, so ``p = m(e^ε − 1) / (1 + m(e^ε − 1))``
+    with ``m = min(f, 1 − f)``; ``f`` of 0 or 1 has no finite ε."""
+    eps = _check_epsilon(epsilon)
+    f = _check_probability(name, f)
+    m = min(f, 1.0 - f)
+    if m == 0.0:
+        raise ParameterError(name, f"with {name} 0 or 1 only one answer is protected: ε is infinite")
+    # p = 1 / (1 + 1/(m(e^ε − 1))), written with e^−ε so that no ε overflows; a tiny ε and a tiny
+    # m can underflow the denominator, and then the first coin would never show the truth
+    denominator = m * -math.expm1(-eps)
+    truth = 1.0 / (1.0 + math.exp(-eps) / denominator) if denominator > 0.0 else 0.0
+    if truth <= 0.0:
+        raise ParameterError(
+            "epsilon",
+            f"ε = {eps:g} is too small with {name} {f:g}: the answers would carry no information",
+        )
+    return truth
 
 
 def epsilon_of_matrix(matrix: np.ndarray) -> float:
@@ -182,6 +226,16 @@ class Mechanism:
         return bool(np.array_equal(self._matrix, np.eye(self.k)))
 
     @property
+    def reveals_everything(self) -> bool:
+        """True when every report identifies the true answer: every entry is 0 or 1.
+
+        The identity is one case; a permutation (Warner with ``p = 0`` always sends the opposite
+        answer) is another: the reports are the answers, relabelled. Such a design protects nothing,
+        and the spec and the builder's preview refuse it alike.
+        """
+        return bool(np.all((self._matrix == 0.0) | (self._matrix == 1.0)))
+
+    @property
     def truth_probabilities(self) -> np.ndarray:
         """P(report equals the true answer), for each true answer (the matrix diagonal)."""
         return np.diag(self._matrix).copy()
@@ -284,9 +338,10 @@ class CoinFlip(Mechanism):
         p = _check_probability("truth_probability", truth_probability)
         f = _check_probability("yes_probability", yes_probability)
         if p == 0.0:
-            raise ValueError(
+            raise ParameterError(
+                "truth_probability",
                 "truth_probability must be above 0: if nobody answers truthfully the reports "
-                "carry no information about the true answers"
+                "carry no information about the true answers",
             )
         self._p, self._f = p, f
         super().__init__(
@@ -305,13 +360,7 @@ class CoinFlip(Mechanism):
             >>> round(CoinFlip.from_epsilon(math.log(3)).truth_probability, 12)
             0.5
         """
-        eps = _check_epsilon(epsilon)
-        f = _check_probability("yes_probability", yes_probability)
-        m = min(f, 1.0 - f)
-        if m == 0.0:
-            raise ValueError("with yes_probability 0 or 1 only one answer is protected: ε is infinite")
-        # p = 1 / (1 + 1/(m(e^ε − 1))), written with e^−ε so that no ε overflows
-        return cls(1.0 / (1.0 + math.exp(-eps) / (m * -math.expm1(-eps))), f)
+        return cls(_coin_truth_from_epsilon(epsilon, yes_probability, "yes_probability"), float(yes_probability))
 
     @property
     def truth_probability(self) -> float:
@@ -338,8 +387,27 @@ class UnrelatedQuestion(CoinFlip):
         p = _check_probability("sensitive_probability", sensitive_probability)
         f = _check_probability("unrelated_yes_rate", unrelated_yes_rate)
         if p == 0.0:
-            raise ValueError("sensitive_probability must be above 0")
+            raise ParameterError("sensitive_probability", "sensitive_probability must be above 0")
         super().__init__(p, f)
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float, unrelated_yes_rate: float = 0.5) -> UnrelatedQuestion:  # type: ignore[override]
+        """The unrelated-question design with the given ε at the unrelated question's known "yes" rate:
+        its matrix is the coin flip's with ``f = π_u``, so ``p`` follows as in :meth:`CoinFlip.from_epsilon`.
+
+            >>> round(UnrelatedQuestion.from_epsilon(math.log(3), 0.5).sensitive_probability, 12)
+            0.5
+        """
+        p = _coin_truth_from_epsilon(epsilon, unrelated_yes_rate, "unrelated_yes_rate")
+        return cls(p, float(unrelated_yes_rate))
+
+    @property
+    def sensitive_probability(self) -> float:
+        return self._p
+
+    @property
+    def unrelated_yes_rate(self) -> float:
+        return self._f
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -359,7 +427,7 @@ class Warner(Mechanism):
     def __init__(self, p: float) -> None:
         p = _check_probability("p", p)
         if abs(p - 0.5) < 1e-9:
-            raise ValueError("p must differ from 1/2: at 1/2 the report is independent of the truth")
+            raise ParameterError("p", "p must differ from 1/2: at 1/2 the report is independent of the truth")
         self._p = p
         super().__init__([[p, 1 - p], [1 - p, p]], labels=YES_NO)
 
@@ -418,9 +486,9 @@ class GeneralizedRR(Mechanism):
             try:
                 epsilon = float(epsilon)
             except (TypeError, ValueError, OverflowError):
-                raise ValueError(f"epsilon must be a number in range, got {epsilon!r:.40}") from None
+                raise ParameterError("epsilon", f"epsilon must be a number in range, got {epsilon!r:.40}") from None
             if math.isnan(epsilon) or epsilon <= 0:
-                raise ValueError(f"epsilon must be greater than 0, got {epsilon!r}")
+                raise ParameterError("epsilon", f"epsilon must be greater than 0, got {epsilon!r}")
             if math.isinf(epsilon):
                 p, q = 1.0, 0.0
             else:
@@ -430,9 +498,10 @@ class GeneralizedRR(Mechanism):
         else:
             p = _check_probability("truth_probability", truth_probability)
             if p <= 1.0 / k:
-                raise ValueError(
+                raise ParameterError(
+                    "truth_probability",
                     f"truth_probability must be above 1/k = {1 / k:.4g}: at or below it the "
-                    "true option is reported no more often than any other"
+                    "true option is reported no more often than any other",
                 )
             q = (1.0 - p) / (k - 1)
         matrix = np.full((k, k), q)
@@ -460,16 +529,38 @@ class ForcedResponse(Mechanism):
     design = "forced_response"
 
     def __init__(self, forced: Sequence[float], labels: Sequence[str] | None = None) -> None:
-        c = np.array([_check_probability(f"forced[{j}]", x) for j, x in enumerate(forced)])
+        try:
+            values = list(forced)
+        except TypeError:
+            raise ParameterError("forced", "forced must be a list of probabilities, one per option") from None
+        c = np.array([_check_probability(f"forced[{j}]", x, parameter="forced", index=j) for j, x in enumerate(values)])
         if c.size < 2:
-            raise ValueError(f"a question needs at least 2 categories, got {c.size}")
+            raise ParameterError("forced", f"a question needs at least 2 categories, got {c.size}")
         if c.sum() >= 1.0:
-            raise ValueError(
+            raise ParameterError(
+                "forced",
                 f"the forced probabilities sum to {c.sum():.4g}; they must leave a chance of "
-                "answering truthfully (sum below 1)"
+                "answering truthfully (sum below 1)",
             )
         self._forced = c
         super().__init__((1.0 - c.sum()) * np.eye(c.size) + np.outer(c, np.ones(c.size)), labels)
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float, k: int, labels: Sequence[str] | None = None) -> ForcedResponse:
+        """Forced response with the same forcing probability ``c`` for each of ``k`` options and the
+        given ε. Its matrix has ``1 − kc + c`` on the diagonal and ``c`` elsewhere, so
+        ``ε = ln((1 − kc + c)/c)`` and ``c = 1/(e^ε + k − 1)`` (below ``1/k`` for every ε > 0: a
+        chance of answering truthfully is left). The matrix is GRR's at the same ε.
+
+            >>> round(ForcedResponse.from_epsilon(math.log(3), 2).parameters["forced"][0], 12)
+            0.25
+        """
+        eps = _check_epsilon(epsilon)
+        if int(k) < 2:
+            raise ParameterError("forced", f"a question needs at least 2 categories, got {k}")
+        # 1/(e^ε + k − 1), written with e^−ε so that no ε overflows
+        c = math.exp(-eps) / (1.0 + (int(k) - 1) * math.exp(-eps))
+        return cls([c] * int(k), labels=labels)
 
     @property
     def truth_probability(self) -> float:
@@ -481,47 +572,33 @@ class ForcedResponse(Mechanism):
         return {"forced": self._forced.tolist()}
 
 
-_DESIGNS: dict[str, type[Mechanism]] = {
-    cls.design: cls for cls in (Mechanism, CoinFlip, UnrelatedQuestion, Warner, GeneralizedRR, ForcedResponse)
-}
-
-
 def mechanism_from_dict(spec: Mapping[str, Any]) -> Mechanism:
     """Rebuild a mechanism from :meth:`Mechanism.to_dict` output (or a hand-written spec).
 
-    Named designs are rebuilt from their parameters; when a stored ``matrix`` is present it must
-    agree with them, so a frozen design cannot drift from the matrix its reports were made under.
+    Named designs are rebuilt from their parameters by their entry in the registry
+    (:data:`survey.privacy.designs.DESIGNS`); when a stored ``matrix`` is present it must agree with
+    them, so a frozen design cannot drift from the matrix its reports were made under. A
+    ``"custom"`` design is its matrix.
     """
+    from .designs import DESIGNS  # the registry builds on the classes above
+
     if not isinstance(spec, Mapping):
         raise ValueError("a design must be an object with a 'design' field")
     design = spec.get("design")
-    if design not in _DESIGNS:
-        raise ValueError(f"unknown design {design!r}; known: {', '.join(sorted(_DESIGNS))}")
     labels = spec.get("labels")
-    if design == "coin_flip":
-        mech: Mechanism = CoinFlip(spec.get("truth_probability"), spec.get("yes_probability"))
-    elif design == "unrelated_question":
-        mech = UnrelatedQuestion(spec.get("sensitive_probability"), spec.get("unrelated_yes_rate"))
-    elif design == "warner":
-        mech = Warner(spec.get("p"))
-    elif design == "grr":
-        if labels is None:
-            raise ValueError("a grr design needs its option labels")
-        mech = GeneralizedRR(
-            len(labels),
-            epsilon=spec.get("epsilon") if "truth_probability" not in spec else None,
-            truth_probability=spec.get("truth_probability"),
-            labels=labels,
-        )
-    elif design == "forced_response":
-        mech = ForcedResponse(spec.get("forced", ()), labels=labels)
-    else:
+    entry = DESIGNS.get(design) if isinstance(design, str) else None
+    if entry is not None:
+        mech = entry.mechanism(spec, labels)
+    elif design == Mechanism.design:
         if "matrix" not in spec:
             raise ValueError("a custom design needs its matrix")
         mech = Mechanism(spec["matrix"], labels=labels)
+    else:
+        known = sorted([*DESIGNS, Mechanism.design])
+        raise ValueError(f"unknown design {design!r}; known: {', '.join(known)}")
     if labels is not None and tuple(str(x) for x in labels) != mech.labels:
         raise ValueError(f"labels {list(labels)!r} do not match the design's {list(mech.labels)!r}")
-    if "matrix" in spec and design != "custom":
+    if "matrix" in spec and design != Mechanism.design:
         stored = np.asarray(spec["matrix"], dtype=float)
         if stored.shape != mech.matrix.shape or not np.allclose(stored, mech.matrix, atol=1e-12):
             raise ValueError("the stored matrix does not match the design's parameters")

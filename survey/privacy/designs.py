@@ -1,0 +1,345 @@
+"""The registry of designs: everything the rest of the app knows about each randomized-response design.
+
+One frozen :class:`Design` per design: its id (the spec's ``privacy.design``), its name and a one-line
+summary for organizers, the question kinds it serves, its parameters (names, labels, ranges,
+defaults, and which one an organizer may give instead of ε), how the spec's ``privacy`` object is
+made from a privacy level (:meth:`Design.from_level`), how its mechanism is built
+(:meth:`Design.mechanism`) and how it is told to a respondent in words (:meth:`Design.words`).
+
+The spec's validation, the builder's form and live preview, the results page and the plain-words
+descriptions all read this registry, so they cannot disagree about which designs exist or what they
+take. Adding a design is one entry in :data:`DESIGNS` (plus its :class:`~.mechanisms.Mechanism`
+subclass if its matrix is new); the builder then offers it for the kinds it serves.
+
+Pure: numpy and the standard library, like the rest of the privacy core.
+
+    >>> [d.id for d in designs_for("choice")]
+    ['grr', 'forced_response']
+    >>> DESIGNS["warner"].from_level("epsilon", math.log(3), {}, k=2)
+    {'design': 'warner', 'p': 0.75}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .mechanisms import (
+    CoinFlip,
+    ForcedResponse,
+    GeneralizedRR,
+    Mechanism,
+    ParameterError,
+    UnrelatedQuestion,
+    Warner,
+)
+
+__all__ = [
+    "DESIGNS",
+    "EPSILON",
+    "KINDS",
+    "Design",
+    "Parameter",
+    "design_name",
+    "designs_for",
+    "kinds_served",
+]
+
+#: The question kinds a design can serve (a "direct" question has no design).
+KINDS = ("yes_no", "choice")
+
+#: Writes a share for a person: 0.25 → "25%" (the domain's wording passes its own).
+Percent = Callable[[float], str]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One number (or, with ``per_option``, one number per option) a design is built from.
+
+    ``name`` is the key in the spec's ``privacy`` object; ``field`` is the name the builder's input
+    and the preview API use for it (the same, except that every chance of sending the true answer
+    is typed as ``truth_probability``, Warner's ``p`` included). ``low``/``high`` bound it, each end
+    included unless ``low_open``/``high_open``; the mechanism's own checks are the final word (a
+    few designs exclude more: Warner's 1/2, GRR's values up to 1/k).
+    """
+
+    name: str
+    label: str
+    hint: str
+    low: float = 0.0
+    high: float = 1.0
+    low_open: bool = False
+    high_open: bool = False
+    #: What the builder starts with; None: the organizer must type it.
+    default: float | None = None
+    #: The builder's and preview's name for it, when not ``name``.
+    input: str | None = None
+    per_option: bool = False
+
+    @property
+    def field(self) -> str:
+        return self.input or self.name
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the range (NaN does not)."""
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return bool(above and below)
+
+
+#: ε itself, which every design can be set by: the largest log-ratio of the matrix's rows.
+EPSILON = Parameter(
+    "epsilon",
+    "ε (epsilon)",
+    "Privacy loss: smaller is more private, larger is more precise.",
+    low=0.0,
+    high=math.inf,
+    low_open=True,
+    high_open=True,
+)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design: what it is called, what it serves, what it takes, and how it is built."""
+
+    id: str
+    name: str
+    summary: str
+    kinds: tuple[str, ...]
+    #: The parameter an organizer may give instead of ε.
+    level: Parameter
+    #: Parameters given in every case (with ε or with ``level``).
+    others: tuple[Parameter, ...]
+    #: ``privacy`` (the spec's object), ``labels`` → the mechanism; raises ParameterError.
+    build: Callable[[Mapping[str, Any], Sequence[str] | None], Mechanism] = field(repr=False)
+    #: ε, the other parameters, the number of options → the ``level`` parameter's value.
+    solve: Callable[[float, Mapping[str, Any], int], Any] = field(repr=False)
+    #: The mechanism and a way to write shares → what the respondent's browser does, in words.
+    describe: Callable[[Mechanism, Percent], str] = field(repr=False)
+    #: Whether the spec may hold ``epsilon`` itself instead of ``level`` (then exactly one of them).
+    epsilon_in_spec: bool = False
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        return (self.level, *self.others)
+
+    @property
+    def spec_fields(self) -> frozenset[str]:
+        """The keys the spec's ``privacy`` object may hold besides ``design`` and ``allow_one_sided``."""
+        names = {p.name for p in self.parameters}
+        return frozenset(names | {"epsilon"} if self.epsilon_in_spec else names)
+
+    def parameter(self, name: str) -> Parameter | None:
+        """The parameter called ``name`` in the spec (ε included), if the design has it."""
+        if name == EPSILON.name:
+            return EPSILON
+        return next((p for p in self.parameters if p.name == name), None)
+
+    def from_level(self, set_by: str, value: Any, others: Mapping[str, Any], k: int) -> dict[str, Any]:
+        """The spec's ``privacy`` object for a level given as ε (``set_by="epsilon"``) or as the
+        ``level`` parameter, with the ``others`` as given (their defaults where absent), for a
+        question of ``k`` options. Raises :class:`ParameterError` naming the parameter at fault."""
+        given = {p.name: others.get(p.name, p.default) for p in self.others}
+        for p in self.others:
+            if given[p.name] is None:
+                raise ParameterError(p.name, f"{p.name} is missing")
+        if set_by == EPSILON.name:
+            level = {"epsilon": value} if self.epsilon_in_spec else {self.level.name: self.solve(value, given, k)}
+        elif set_by == self.level.name:
+            level = {self.level.name: value}
+        else:
+            raise ParameterError(set_by, f"{self.name} is set by epsilon or {self.level.name}, not {set_by}")
+        return {"design": self.id, **level, **given}
+
+    def mechanism(self, privacy: Mapping[str, Any], labels: Sequence[str] | None = None) -> Mechanism:
+        """The mechanism ``privacy`` (the spec's object) describes for options ``labels`` (a yes/no
+        design knows its own); raises :class:`ParameterError` naming the parameter at fault."""
+        return self.build(privacy, labels)
+
+    def words(self, mechanism: Mechanism, percent: Percent) -> str:
+        """What the respondent's browser does with the answer, in one or two sentences."""
+        return self.describe(mechanism, percent)
+
+
+# -- the entries -------------------------------------------------------------------------------------
+
+TRUTH = "truth_probability"
+
+
+def _coin_words(mechanism: Mechanism, percent: Percent) -> str:
+    params = mechanism.parameters
+    p = params.get("truth_probability", params.get("sensitive_probability"))
+    f = params.get("yes_probability", params.get("unrelated_yes_rate"))
+    return (
+        f"Before anything is sent, your browser flips a virtual coin: {percent(p)} of the time it sends "
+        f"your answer; otherwise it sends “yes” with a chance of {percent(f)} and “no” otherwise, "
+        "whatever you answered."
+    )
+
+
+def _warner_words(mechanism: Mechanism, percent: Percent) -> str:
+    p = mechanism.parameters["p"]
+    return (
+        f"Before anything is sent, your browser sends your answer {percent(p)} of the time and the "
+        f"opposite answer {percent(1 - p)} of the time."
+    )
+
+
+def _grr_words(mechanism: Mechanism, percent: Percent) -> str:
+    p = mechanism.truth_probability
+    others = mechanism.k - 1
+    if others == 1:
+        return (
+            f"Before anything is sent, your browser keeps your answer {percent(p)} of the time and sends the "
+            f"other answer {percent(1 - p)} of the time."
+        )
+    return (
+        f"Before anything is sent, your browser keeps your answer {percent(p)} of the time; otherwise it "
+        f"sends one of the other {others} options, picked at random."
+    )
+
+
+def _forced_words(mechanism: Mechanism, percent: Percent) -> str:
+    return (
+        f"Before anything is sent, your browser keeps your answer {percent(mechanism.truth_probability)} "
+        "of the time; otherwise it sends an option drawn at random with fixed chances."
+    )
+
+
+def _grr(privacy: Mapping[str, Any], labels: Sequence[str] | None) -> Mechanism:
+    if labels is None:
+        raise ValueError("a grr design needs its option labels")
+    by_truth = TRUTH in privacy
+    return GeneralizedRR(
+        len(labels),
+        epsilon=None if by_truth else privacy.get("epsilon"),
+        truth_probability=privacy.get(TRUTH) if by_truth else None,
+        labels=labels,
+    )
+
+
+DESIGNS: dict[str, Design] = {
+    d.id: d
+    for d in (
+        Design(
+            id="coin_flip",
+            name="Coin flip (forced response)",
+            summary="A first coin decides whether the true answer is sent; otherwise a second coin picks "
+            "“yes” or “no”.",
+            kinds=("yes_no",),
+            level=Parameter(
+                TRUTH,
+                "Truth probability",
+                "The chance that the first coin says “send the true answer”.",
+                low_open=True,
+            ),
+            others=(
+                Parameter(
+                    "yes_probability",
+                    "Forced “yes” probability",
+                    "When the first coin says “don't”, the chance that “yes” is sent. 0.5 protects both answers.",
+                    default=0.5,
+                ),
+            ),
+            build=lambda s, labels: CoinFlip(s.get(TRUTH), s.get("yes_probability")),
+            solve=lambda eps, o, k: CoinFlip.from_epsilon(eps, o["yes_probability"]).truth_probability,
+            describe=_coin_words,
+        ),
+        Design(
+            id="warner",
+            name="Warner (mirrored question)",
+            summary="The true answer is sent with one chance, the opposite answer otherwise.",
+            kinds=("yes_no",),
+            level=Parameter(
+                "p",
+                "Truth probability",
+                "The chance that the true answer is sent (otherwise the opposite one); not 0.5.",
+                input=TRUTH,
+            ),
+            others=(),
+            build=lambda s, labels: Warner(s.get("p")),
+            solve=lambda eps, o, k: Warner.from_epsilon(eps).p,
+            describe=_warner_words,
+        ),
+        Design(
+            id="unrelated_question",
+            name="Unrelated question",
+            summary="The true answer is sent with one chance; otherwise the answer to an innocuous question "
+            "whose “yes” rate is known.",
+            kinds=("yes_no",),
+            level=Parameter(
+                "sensitive_probability",
+                "Sensitive-question probability",
+                "The chance that the true answer is sent; otherwise the browser answers the unrelated question.",
+                low_open=True,
+            ),
+            others=(
+                Parameter(
+                    "unrelated_yes_rate",
+                    "“Yes” rate of the unrelated question",
+                    "How often the innocuous question is answered “yes”, known in advance (for example 1/12 "
+                    "for “were you born in April?”, written 0.0833).",
+                ),
+            ),
+            build=lambda s, labels: UnrelatedQuestion(s.get("sensitive_probability"), s.get("unrelated_yes_rate")),
+            solve=lambda eps, o, k: UnrelatedQuestion.from_epsilon(eps, o["unrelated_yes_rate"]).sensitive_probability,
+            describe=_coin_words,
+        ),
+        Design(
+            id="grr",
+            name="Generalized randomized response (GRR)",
+            summary="The true option is sent with one chance; otherwise one of the other options, at random.",
+            kinds=("yes_no", "choice"),
+            level=Parameter(
+                TRUTH,
+                "Truth probability",
+                "The chance that the browser sends the true answer; above 1 divided by the number of options.",
+            ),
+            others=(),
+            build=_grr,
+            solve=lambda eps, o, k: GeneralizedRR(k, epsilon=eps).truth_probability,
+            describe=_grr_words,
+            epsilon_in_spec=True,
+        ),
+        Design(
+            id="forced_response",
+            name="Forced response",
+            summary="With a fixed chance per option the browser is told to send that option; otherwise the truth.",
+            kinds=("choice",),
+            level=Parameter(
+                "forced",
+                "Forcing probabilities",
+                "For each option in order, the chance of sending it whatever the answer, separated by commas "
+                "(for example 0.1, 0.1, 0.1); together below 1. Set by ε, every option gets the same chance.",
+                high_open=True,
+                per_option=True,
+            ),
+            others=(),
+            build=lambda s, labels: ForcedResponse(s.get("forced", ()), labels=labels),
+            solve=lambda eps, o, k: ForcedResponse.from_epsilon(eps, k).parameters["forced"],
+            describe=_forced_words,
+        ),
+    )
+}
+
+#: Names of matrices that are no registered design (a researcher's own, in the privacy core).
+OTHER_NAMES = {"custom": "Custom matrix"}
+
+
+def designs_for(kind: str) -> list[Design]:
+    """The designs that serve questions of ``kind``, in registry order (none for "direct")."""
+    return [d for d in DESIGNS.values() if kind in d.kinds]
+
+
+def kinds_served() -> dict[str, list[str]]:
+    """Kind → the ids of the designs that serve it, for every kind a design can serve."""
+    return {kind: [d.id for d in designs_for(kind)] for kind in KINDS}
+
+
+def design_name(design_id: str) -> str:
+    """The display name of a design id (the id itself for one nobody knows)."""
+    design = DESIGNS.get(design_id)
+    return design.name if design is not None else OTHER_NAMES.get(design_id, design_id)
