@@ -1,0 +1,47 @@
+"""What the app runs on: configuration, extensions, database connections, logging, rate limits,
+security headers and error pages, the health check, the schema runner, the CLI and the WSGI entry.
+
+Nothing here knows what a survey is beyond calling :mod:`survey.domain`; nothing in the domain
+imports from here. :func:`init_app` attaches all of it to an app whose configuration is loaded
+(:func:`survey.platform.config.load`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask
+
+#: Alembic's directory (it stays at survey/migrations, where Flask-Migrate's tooling expects it).
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def init_app(app: Flask) -> None:
+    """Proxies, the database and its migrations, CSRF, sign-in sessions, the health check, rate
+    limits, security headers and error pages, log scrubbing and the CLI commands."""
+    from . import cli, connections, logs, security
+    from .extensions import csrf, db, login_manager, migrate
+    from .health import bp as health_bp
+    from .limits import limiter
+
+    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    if app.config.get("TRUSTED_PROXIES"):
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        # Behind N proxies, the client's address (for the rate limits) and scheme come from their
+        # X-Forwarded-* headers; without this every respondent would share the proxy's address.
+        hops = int(app.config["TRUSTED_PROXIES"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(MIGRATIONS))
+    with app.app_context():
+        connections.create_private_sqlite_file(db.engine.url)
+        connections.ping_idle_connections(db.engine)
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    app.register_blueprint(health_bp)
+    limiter.init_app(app)
+    security.init_app(app)
+    logs.init_app()
+    cli.register(app)

@@ -1,0 +1,104 @@
+"""Configuration: defaults here, then ``instance/config.py``, then environment variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL", "SURVEY_ENV")
+DEV_SECRET = "dev-only-change-me"
+
+
+def is_production() -> bool:
+    return os.environ.get("SURVEY_ENV", "development").lower() == "production"
+
+
+def defaults(instance_path: str) -> dict[str, Any]:
+    return {
+        "SECRET_KEY": DEV_SECRET,
+        "SQLALCHEMY_DATABASE_URI": "sqlite:///" + str(Path(instance_path) / "survey.sqlite"),
+        # A submission is a few hundred bytes; anything far larger is not a submission.
+        "MAX_CONTENT_LENGTH": 64 * 1024,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "REMEMBER_COOKIE_HTTPONLY": True,
+        "WTF_CSRF_TIME_LIMIT": None,
+        # Rate limits (survey.platform.limits; in-memory counters only). Submissions are limited per address
+        # generously: people behind one school or office router share an address.
+        "RATELIMIT_ENABLED": True,
+        "LOGIN_RATE_LIMIT": "10 per minute",
+        "SUBMISSION_RATE_LIMIT": "600 per minute",
+        # How many reverse proxies in front of the app set X-Forwarded-For/-Proto/-Host (0: none).
+        "TRUSTED_PROXIES": 0,
+        # The Strict-Transport-Security header; production_settings() sets it, development sends none.
+        "STRICT_TRANSPORT_SECURITY": None,
+        # How new passwords are hashed (survey.domain.passwords): Werkzeug's scrypt. The tests set a
+        # cheap method; production keeps this default (a test checks that it does).
+        "PASSWORD_HASH_METHOD": "scrypt",
+    }
+
+
+#: Sent in production only (SURVEY_ENV=production): browsers then use HTTPS for this host for a year,
+#: so a network attacker cannot downgrade a respondent or an organizer to plain HTTP.
+DEFAULT_HSTS = "max-age=31536000; includeSubDomains"
+
+
+def production_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """SURVEY_ENV=production: cookies only over HTTPS, HSTS, and a real SECRET_KEY or no start at all.
+
+    ``STRICT_TRANSPORT_SECURITY`` may be set in ``instance/config.py`` (for example without
+    ``includeSubDomains`` when other sites under this host still serve plain HTTP)."""
+    if values.get("SECRET_KEY", DEV_SECRET) == DEV_SECRET:
+        raise RuntimeError(
+            "SURVEY_ENV=production needs SECRET_KEY set in the environment (a long random value, e.g. "
+            'python -c "import secrets; print(secrets.token_hex(32))")'
+        )
+    return {
+        "SESSION_COOKIE_SECURE": True,
+        "REMEMBER_COOKIE_SECURE": True,
+        "PREFERRED_URL_SCHEME": "https",
+        "STRICT_TRANSPORT_SECURITY": values.get("STRICT_TRANSPORT_SECURITY") or DEFAULT_HSTS,
+    }
+
+
+def from_environment() -> dict[str, Any]:
+    """``DATABASE_URL``, ``SECRET_KEY``, the rate limits and the proxies from the environment, where set."""
+    values: dict[str, Any] = {}
+    if os.environ.get("SECRET_KEY"):
+        values["SECRET_KEY"] = os.environ["SECRET_KEY"]
+    for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT"):
+        if os.environ.get(key):
+            values[key] = os.environ[key]
+    if os.environ.get("TRUSTED_PROXIES"):
+        try:
+            values["TRUSTED_PROXIES"] = int(os.environ["TRUSTED_PROXIES"])
+        except ValueError:
+            raise RuntimeError("TRUSTED_PROXIES must be a whole number: how many proxies set X-Forwarded-*") from None
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        values["SQLALCHEMY_DATABASE_URI"] = normalize_database_url(url)
+    return values
+
+
+def load(app: Flask, test_config: dict[str, Any] | None = None) -> None:
+    """Defaults, then ``instance/config.py`` and the environment (with production's rules when
+    ``SURVEY_ENV=production``); or, for tests, the defaults and ``test_config`` only."""
+    app.config.from_mapping(defaults(app.instance_path))
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+        app.config.from_mapping(from_environment())
+        if is_production():
+            app.config.from_mapping(production_settings(dict(app.config)))
+    else:
+        app.config.from_mapping(test_config)
+
+
+def normalize_database_url(url: str) -> str:
+    """Route ``postgres://`` and ``postgresql://`` URLs to the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url

@@ -1,0 +1,109 @@
+"""Security headers and error pages that say what went wrong in words a person can read."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, abort, current_app, g, jsonify, render_template, request
+from flask_login import current_user
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
+
+from survey.domain.validation import text_problem
+
+#: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
+#: app-wide size limit to them.
+OWN_BODY_PARSING = {"organize.import_spec"}
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "object-src 'none'",
+    ]
+)
+
+MESSAGES = {
+    400: "The request could not be understood.",
+    403: "You are not allowed to do that.",
+    404: "There is nothing here.",
+    405: "That method is not allowed here.",
+    409: "That conflicts with the current state.",
+    413: "The request is too large: a survey submission is never this big.",
+    415: "Send JSON with the header Content-Type: application/json.",
+    429: "Too many attempts from your connection: wait a minute, then try again. Nothing was changed.",
+}
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def error_response(status: int, message: str) -> tuple[Response | str, int]:
+    if wants_json():
+        return jsonify(error=message, status=status), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def signed_in() -> bool:
+    """Whether the request comes from a signed-in user, without loading anyone (or touching the
+    session) for a request that carries no session cookie, such as the submission API's."""
+    user = g.get("_login_user")
+    if user is None:
+        names = (
+            current_app.config["SESSION_COOKIE_NAME"],
+            current_app.config.get("REMEMBER_COOKIE_NAME", "remember_token"),
+        )
+        if not any(name in request.cookies for name in names):
+            return False
+        user = current_user
+    return bool(user.is_authenticated)
+
+
+def init_app(app: Flask) -> None:
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+        hsts = app.config.get("STRICT_TRANSPORT_SECURITY")
+        if hsts:  # production only (survey.platform.config.production_settings)
+            response.headers.setdefault("Strict-Transport-Security", hsts)
+        if request.endpoint != "static" and signed_in():
+            # Pages for signed-in users hold results, codes and team names: no browser or shared
+            # cache keeps a copy for the next person at this computer or behind this proxy.
+            response.headers["Cache-Control"] = "private, no-store"
+        return response
+
+    @app.before_request
+    def refuse_what_is_not_text():
+        """A NUL or a lone surrogate in the path, the query or a form field never reaches the database."""
+        values = [request.path, *request.args.keys(), *request.args.values()]
+        form_types = ("application/x-www-form-urlencoded", "multipart/form-data")
+        if request.mimetype in form_types and request.endpoint not in OWN_BODY_PARSING:
+            values += [*request.form.keys(), *request.form.values()]
+        for value in values:
+            problem = text_problem(value)
+            if problem:
+                abort(400, description=f"The request {problem}. Nothing was changed.")
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(error: CSRFError):
+        return error_response(
+            400,
+            f"The form expired or was not sent from this site ({error.description}). Reload the page and try again.",
+        )
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        status = error.code or 500
+        message = MESSAGES.get(status, error.description or "Something went wrong.")
+        if status == 400 and error.description and "browser (or proxy)" not in error.description:
+            message = error.description
+        return error_response(status, message)
