@@ -62,12 +62,15 @@ run: $(VENV)/.installed
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check survey tests benchmarks
 	$(BIN)/ruff format --check survey tests benchmarks
+	$(BIN)/lint-imports
 
 test: lint chromium node_modules/.installed
 	$(BIN)/python -m pytest survey tests README.md
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md
+	$(BIN)/python benchmarks/analysis.py --markdown benchmarks/analysis.md
+	$(BIN)/python benchmarks/live.py --markdown benchmarks/live.md
 	@$(MAKE) --no-print-directory chromium
 	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
 	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md

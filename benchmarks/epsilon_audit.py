@@ -249,10 +249,10 @@ def live_server() -> Iterator[tuple[str, dict[str, Question]]]:
     from werkzeug.serving import make_server
 
     from survey import create_app
-    from survey.extensions import db
-    from survey.models import Survey
-    from survey.schema import upgrade_database
-    from survey.specs import create_survey_from_spec
+    from survey.domain.models import Survey
+    from survey.domain.specs import create_survey_from_spec
+    from survey.platform.extensions import db
+    from survey.platform.schema import upgrade_database
 
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/audit.sqlite", "SECRET_KEY": "epsilon-audit"})

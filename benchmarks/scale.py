@@ -13,7 +13,7 @@ Three measurements, each on databases of its own that the migrations create:
   (``GRR_Aggregator_MI``) of the very same reports, held in memory as numpy arrays.
 * **Export.** The microdata CSV streamed through the app at each size: time, bytes, and the
   growth of resident memory.
-* **Ingest** (PostgreSQL). gunicorn with ``survey.gunicorn_conf`` (sync workers, access log on) and
+* **Ingest** (PostgreSQL). gunicorn with ``survey.platform.gunicorn_conf`` (sync workers, access log on) and
   2 or 4 workers; wrk posts valid random 10-question submissions over loopback from a fixed number
   of connections (one per wrk thread, so that stopping at the deadline abandons no request), for a
   fixed time. Reported: submissions per second, p50 and p99 latency, errors, and a recount that
@@ -96,7 +96,7 @@ TRUTHS = [
 
 
 def pg_admin_url(url: str) -> str:
-    from survey.config import normalize_database_url
+    from survey.platform.config import normalize_database_url
 
     return normalize_database_url(url)
 
@@ -128,10 +128,10 @@ class Database:
 
             self._drop = drop
         app = self.app()
-        from survey.extensions import db
-        from survey.models import User
-        from survey.schema import upgrade_database
-        from survey.specs import create_survey_from_spec
+        from survey.domain.models import User
+        from survey.domain.specs import create_survey_from_spec
+        from survey.platform.extensions import db
+        from survey.platform.schema import upgrade_database
 
         with app.app_context():
             upgrade_database()
@@ -221,9 +221,9 @@ def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000) -> 
 
 
 def rebuild(database: Database) -> float:
-    from survey.extensions import db
-    from survey.models import Survey
-    from survey.tallies import rebuild_tallies
+    from survey.domain.models import Survey
+    from survey.domain.tallies import rebuild_tallies
+    from survey.platform.extensions import db
 
     app = database.app()
     with app.app_context():
@@ -274,9 +274,9 @@ def measure_estimates(url: str) -> dict[str, Any]:
     from sqlalchemy import select
 
     from survey import create_app
-    from survey.extensions import db
-    from survey.models import Survey
-    from survey.tallies import recount, survey_results
+    from survey.domain.models import Survey
+    from survey.domain.tallies import recount, survey_results
+    from survey.platform.extensions import db
 
     app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
     client = app.test_client()
@@ -488,7 +488,12 @@ def web_run(database: Database, workers: int, connections: int, seconds: float, 
     before = stored_submissions(database)
     with log.open("a") as out:
         server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:survey.gunicorn_conf", "survey.wsgi:app"],
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "-c",
+                "python:survey.platform.gunicorn_conf",
+                "survey.platform.wsgi:app",
+            ],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -565,7 +570,7 @@ def _plain_inserts(
 
     import psycopg
 
-    from survey.submissions import _postgresql_write
+    from survey.domain.submissions import _postgresql_write
 
     statement = _postgresql_write(len(question_ids), False)
     day = dt.date.today()
@@ -647,9 +652,9 @@ def run_ingest(postgresql: str, workdir: Path, seconds: float, rounds: int, conn
                 runs[workers]["statement"].append(ceiling_run(database, workers, seconds, "statement"))
                 print(json.dumps({k: v[-1] for k, v in runs[workers].items()}), flush=True)
         app = database.app()
-        from survey.extensions import db
-        from survey.models import Survey
-        from survey.tallies import tally_mismatches
+        from survey.domain.models import Survey
+        from survey.domain.tallies import tally_mismatches
+        from survey.platform.extensions import db
 
         with app.app_context():
             mismatches = tally_mismatches(db.session, db.session.get(Survey, database.survey_id))
@@ -748,8 +753,8 @@ def report(estimation: list[dict], ingest: dict | None, header: str) -> str:
             " web, our statement) and repeated; medians in the summary. *Plain SQL*: as many processes as workers,"
             " one INSERT per row (a submission and its 10 answers), one transaction per submission. *Our statement*:"
             " the same processes sending the single statement the app sends (answers and tallies), in"
-            " autocommit as the app does. *Web*: gunicorn (`survey.gunicorn_conf`: sync workers, access log on) behind"
-            " wrk; *stored* is counted in the database before and after the run.",
+            " autocommit as the app does. *Web*: gunicorn (`survey.platform.gunicorn_conf`: sync workers, access log"
+            " on) behind wrk; *stored* is counted in the database before and after the run.",
             "",
             "| workers | round | plain SQL /s | our statement /s | web /s | web ÷ plain | p50 | p99 | errors"
             " | acknowledged | stored | lost |",

@@ -15,20 +15,38 @@ import threading
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy import create_engine, text
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.extensions import db
-from survey.models import User
-from survey.schema import VERSION_TABLE, upgrade_database
+from survey.domain.models import User
+from survey.platform.extensions import db
+from survey.platform.schema import VERSION_TABLE, upgrade_database
+
+# Hypothesis profiles. ``ci`` (the default) derandomizes every property so that a run of the suite is
+# the same on every machine and every time: CI goes red on a change, never on a draw. ``fuzz``
+# (benchmarks/fuzz.py sets ``HYPOTHESIS_PROFILE=fuzz``) draws twenty times as many cases at random, to
+# look for what the fixed draws miss. Tests scale their own example counts by ``max_examples`` over
+# ``DEFAULT_EXAMPLES``.
+DEFAULT_EXAMPLES = 100
+settings.register_profile("ci", max_examples=DEFAULT_EXAMPLES, derandomize=True, database=None, deadline=None)
+settings.register_profile(
+    "fuzz",
+    max_examples=20 * DEFAULT_EXAMPLES,
+    derandomize=False,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 
 
 def _pg_url() -> str:
-    from survey.config import normalize_database_url
+    from survey.platform.config import normalize_database_url
 
     return normalize_database_url(PG_URL or "")
 
@@ -123,8 +141,8 @@ def own_database(backend: str, tmp_path, name: str):
 def limited_app(tmp_path, sqlite_template, **config):
     """An app on a migrated SQLite copy holding the small survey, with the rate limits on, and the
     process's counters cleared."""
-    from survey.limits import limiter
-    from survey.specs import create_survey_from_spec
+    from survey.domain.specs import create_survey_from_spec
+    from survey.platform.limits import limiter
 
     path = tmp_path / f"limited-{uuid.uuid4().hex[:6]}.sqlite"
     shutil.copyfile(sqlite_template, path)
@@ -225,7 +243,7 @@ SMALL_SPEC = {
 @pytest.fixture
 def small_survey(app, user):
     """SMALL_SPEC, open, owned by the ``user`` fixture (alice)."""
-    from survey.specs import create_survey_from_spec
+    from survey.domain.specs import create_survey_from_spec
 
     with app.app_context():
         survey = create_survey_from_spec(db.session, SMALL_SPEC, owner=db.session.get(User, user))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select, update
 
-from survey.extensions import db
-from survey.models import Invitation, Membership, Question, Survey
+from survey.domain.models import Invitation, Membership, Question, Survey
+from survey.platform.extensions import db
 
 from .test_manage import make_user, sign_in
 

@@ -2,9 +2,9 @@
 
 import re
 
-from survey.extensions import db
-from survey.models import User
-from survey.schema import upgrade_database
+from survey.domain.models import User
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
 
 
 def test_sign_in_and_out(client, user):
@@ -67,7 +67,7 @@ def test_security_headers(client):
 
 def test_sign_in_is_rate_limited_in_memory(tmp_path):
     from survey import create_app
-    from survey.limits import limiter
+    from survey.platform.limits import limiter
 
     app = create_app(
         {
@@ -86,7 +86,7 @@ def test_sign_in_is_rate_limited_in_memory(tmp_path):
     page = client.post("/auth/login", data={"username": "x", "password": "y"})
     assert "Too many attempts" in page.get_data(as_text=True)
     assert client.get("/auth/login").status_code == 200  # reading the form is not limited
-    from survey.limits import SweptMemoryStorage
+    from survey.platform.limits import SweptMemoryStorage
 
     assert type(limiter.storage) is SweptMemoryStorage  # counters in this process's memory only
     with app.app_context():

@@ -25,18 +25,18 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 from scipy.stats import chisquare
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.demo import create_demo
-from survey.extensions import db
-from survey.limits import limiter
-from survey.models import Answer, Submission, Survey
-from survey.schema import upgrade_database
-from survey.specs import create_survey_from_spec
+from survey.domain.demo import create_demo
+from survey.domain.models import Answer, Submission, Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.platform.extensions import db
+from survey.platform.limits import limiter
+from survey.platform.schema import upgrade_database
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -153,9 +153,10 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     app, base = live_server
     requests = watch(page)
     page.goto(f"{base}/s/health-and-habits")
-    assert page.is_enabled("#submit-button")
+    expect(page.locator("#submit-button")).to_be_enabled()
     answer_demo(page, TRUTH)
-    assert page.is_checked("#cheating-1") and not page.is_checked("#cheating-0")
+    expect(page.locator("#cheating-1")).to_be_checked()
+    expect(page.locator("#cheating-0")).not_to_be_checked()
     with page.expect_navigation():
         page.click("#submit-button")
     assert "Thank you" in page.text_content("h1")
@@ -250,7 +251,7 @@ def test_same_browser_sends_the_same_reports_again(live_server, browser):
     context = browser.new_context()
     page = context.new_page()
     first = submit_demo(page, base, TRUTH)
-    assert page.is_visible("#privacy-link")
+    expect(page.locator("#privacy-link")).to_be_visible()
     second = submit_demo(page, base, TRUTH)
     page.go_back()  # back to the form (from the browser's cache, where it keeps one)
     after_back = submit_demo(page, base, TRUTH, navigate=False)
@@ -263,7 +264,8 @@ def test_same_browser_sends_the_same_reports_again(live_server, browser):
         assert {name: value for name, value in again.items() if name != "csrf_token"} == reported
 
     page.goto(f"{base}/s/health-and-habits")
-    assert page.is_visible("#memo-on") and not page.is_visible("#memo-off")
+    expect(page.locator("#memo-on")).to_be_visible()
+    expect(page.locator("#memo-off")).to_be_hidden()
     secret = stored_secret(page)
     for key, columns in demo_columns(page).items():
         expected = reference_report(secret, "health-and-habits", key, TRUTH[key], columns[TRUTH[key]])
@@ -353,7 +355,8 @@ def test_without_memoization_the_page_draws_afresh_and_says_so(live_server, brow
     if why == "insecure context":
         assert page.evaluate("isSecureContext") is False
     assert page.evaluate("SurveyMemo.available()") is False
-    assert page.is_visible("#memo-off") and not page.is_visible("#memo-on")
+    expect(page.locator("#memo-off")).to_be_visible()
+    expect(page.locator("#memo-on")).to_be_hidden()
     assert "new random answers are drawn" in page.text_content("#memo-off")
     # every path without a secret is the same one (browserKey() gives null): prove it draws afresh once
     submissions = 8 if why == "insecure context" else 1
@@ -450,8 +453,9 @@ def test_required_questions_are_checked_before_anything_is_sent(live_server, pag
     page.goto(f"{base}/s/health-and-habits")
     page.click("label[for='cannabis-1']")
     page.click("#submit-button")
-    assert "required questions have no answer yet" in page.text_content("#form-status")
-    assert page.is_visible("#error-cheating") and not page.is_visible("#error-cannabis")
+    expect(page.locator("#form-status")).to_contain_text("required questions have no answer yet")
+    expect(page.locator("#error-cheating")).to_be_visible()
+    expect(page.locator("#error-cannabis")).to_be_hidden()
     assert page.evaluate("document.activeElement.id") == "cheating-0"
     assert not [r for r in requests if r.method == "POST"]
 
@@ -461,9 +465,9 @@ def test_without_javascript_nothing_can_be_sent(live_server, browser):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(f"{base}/s/health-and-habits")
-    assert page.is_visible("#needs-javascript")
+    expect(page.locator("#needs-javascript")).to_be_visible()
     assert "needs JavaScript" in page.text_content("#needs-javascript")
-    assert page.is_disabled("#submit-button")
+    expect(page.locator("#submit-button")).to_be_disabled()
     page.click("label[for='cannabis-0']")
     assert page.eval_on_selector("#cannabis-0", "e => e.name") == ""  # a true answer has no name to send
     context.close()
@@ -520,6 +524,6 @@ def test_survey_and_privacy_pages_run_under_the_content_security_policy(live_ser
         page.goto(base + path)
         assert page.evaluate("document.querySelectorAll('script:not([src]), style, [style]').length") == 0
     submit_demo(page, base, TRUTH)  # and the thank-you page it lands on
-    assert page.is_visible("#privacy-link")
+    expect(page.locator("#privacy-link")).to_be_visible()
     assert page.evaluate("document.querySelectorAll('script:not([src]), style, [style]').length") == 0
     assert not blocked, blocked

@@ -9,6 +9,7 @@ the survey's organizers can reach any of it (everyone else gets 404, anonymous v
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from html import unescape
@@ -17,9 +18,11 @@ from html.parser import HTMLParser
 import pytest
 from sqlalchemy import select
 
-from survey.builder import FrozenError, question_spec
-from survey.extensions import db
-from survey.models import Membership, Survey, User
+from survey.domain.errors import DomainError, Frozen
+from survey.domain.models import Membership, Survey, User
+from survey.domain.specs import create_survey_from_spec, question_to_spec
+from survey.domain.wording import deniability_sentence, describe_design
+from survey.platform.extensions import db
 from survey.privacy import (
     CoinFlip,
     GeneralizedRR,
@@ -28,8 +31,7 @@ from survey.privacy import (
     margin_of_error,
     sample_size,
 )
-from survey.specs import create_survey_from_spec
-from survey.wording import deniability_sentence, describe_design
+from survey.privacy.designs import DESIGNS, Design, Parameter
 
 YES_NO = {
     "kind": "yes_no",
@@ -90,7 +92,7 @@ def snapshot(app, slug: str) -> dict:
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         questions = []
         for q in survey.questions:
-            item = question_spec(q) | {"position": q.position, "codes": [o.code for o in q.options]}
+            item = question_to_spec(q) | {"position": q.position, "codes": [o.code for o in q.options]}
             if q.design is not None:
                 item["design"] = {
                     "name": q.design.mechanism_name,
@@ -333,8 +335,9 @@ def test_editing_a_draft_question_changes_it_in_place(app, signed_in, draft):
     assert response.status_code == 400 and "used by" in field_error(response.text, "key")
 
 
-def test_a_design_the_builder_cannot_edit_is_kept_unless_replaced(app, signed_in, user):
-    """An imported forced-response design survives a text edit; choosing GRR replaces it."""
+def test_an_imported_forced_response_design_is_shown_as_stored_and_kept_to_the_last_bit(app, signed_in, user):
+    """Forced response is edited in the builder like any design: shown by its forcing probabilities,
+    unchanged by a text edit, replaced by choosing another design."""
     spec = {
         "title": "Imported",
         "slug": "imported",
@@ -345,7 +348,7 @@ def test_a_design_the_builder_cannot_edit_is_kept_unless_replaced(app, signed_in
                 "kind": "choice",
                 "text": "Which?",
                 "options": ["a", "b", "c"],
-                "privacy": {"design": "forced_response", "forced": [0.1, 0.1, 0.1]},
+                "privacy": {"design": "forced_response", "forced": [0.1, 0.15, 0.05]},
             }
         ],
     }
@@ -355,7 +358,7 @@ def test_a_design_the_builder_cannot_edit_is_kept_unless_replaced(app, signed_in
     before = snapshot(app, "imported")["questions"][0]
     url = "/surveys/imported/questions/fr/edit"
     shown = FormValues.of(signed_in, url)
-    assert shown["design"] == "keep"
+    assert (shown["design"], shown["set_by"], shown["forced"]) == ("forced_response", "forced", "0.1, 0.15, 0.05")
     assert signed_in.post(url, data={**shown, "text": "Which one?"}).status_code == 303
     after = snapshot(app, "imported")["questions"][0]
     assert after["text"] == "Which one?" and after["design"] == before["design"]
@@ -501,7 +504,12 @@ def test_preview_reports_the_privacy_cores_numbers(signed_in):
     assert grr["respondents_needed"] == sample_size(mechanism, 0.03)
 
     warner = preview(signed_in, design="warner", truth_probability="0.75")
-    assert warner["derived"] == {"name": "epsilon", "value": pytest.approx(math.log(3)), "text": "→ ε = 1.10"}
+    assert warner["derived"] == {
+        "name": "epsilon",
+        "value": pytest.approx(math.log(3)),
+        "text": "→ ε = 1.10",
+        "input": "1.09861",
+    }
     yes_no_grr = preview(signed_in, design="grr", kind="yes_no", epsilon="1")
     assert "“yes”" in yes_no_grr["deniability"]
 
@@ -554,6 +562,157 @@ def test_preview_refuses_invalid_input_with_the_field_and_the_cores_message(sign
         data = preview(signed_in, status=400, **params)
         assert data["ok"] is False and data["field"] == field and data["error"], params
         assert message is None or data["error"] == message, params
+
+
+# -- one rule, wherever the input arrives: the drift bugs the house issue found ----------------------
+
+
+def _warner_question(p: float) -> dict:
+    return {"key": "w", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": p}}
+
+
+def test_the_preview_refuses_warner_with_p_0_as_saving_does_same_message_same_path(app, signed_in, draft):
+    """Warner with p = 0 always sends the opposite answer: every report reveals the truth. Saving
+    refused it; the preview showed it with a one-sided warning. Both refuse it now, alike."""
+    with app.app_context():
+        with pytest.raises(DomainError) as saving:
+            create_survey_from_spec(db.session, {"title": "T", "questions": [_warner_question(0.0)]})
+        db.session.rollback()
+    assert saving.value.path == ("questions", 0, "privacy")
+    data = preview(signed_in, status=400, design="warner", truth_probability="0")
+    assert data["ok"] is False and data["status"] == 400
+    assert data["error"] == saving.value.message and data["path"] == ["privacy"] == list(saving.value.path[2:])
+    assert data["field"] == "truth_probability"
+    # the builder's own form refuses it next to the same input, with the same words
+    html = add(signed_in, draft, {**WARNER, "truth_probability": "0"}, status=400).text
+    assert field_error(html, "truth_probability") == saving.value.message
+    assert snapshot(app, draft)["questions"] == []
+
+
+@pytest.mark.parametrize("field", ["text", "help_text"])
+def test_a_5000_character_text_is_refused_on_an_open_survey_as_on_a_draft(app, signed_in, small_survey, draft, field):
+    """Correcting an open survey's texts skipped the 2,000-character limit a draft (and a spec) has."""
+    long = "x" * 5000
+    before = snapshot(app, small_survey)
+    response = signed_in.post(f"/surveys/{small_survey}/questions/drugs/edit", data={field: long})
+    assert response.status_code == 400
+    assert "longer than 2000 characters" in field_error(response.text, field)
+    assert snapshot(app, small_survey) == before
+    html = add(signed_in, draft, {**YES_NO, field: long}, status=400).text
+    assert "longer than 2000 characters" in field_error(html, field)
+    assert snapshot(app, draft)["questions"] == []
+
+
+def offered(html: str) -> tuple[set[str], dict[str, list[str]]]:
+    """The designs of the question form's select, and which of them its script offers per kind."""
+    select_html = re.search(r'<select[^>]*id="design"[^>]*>(.*?)</select>', html, re.S).group(1)
+    by_kind = re.search(r'data-designs-by-kind="([^"]*)"', html).group(1)
+    return set(re.findall(r'value="([a-z_]+)"', select_html)), json.loads(unescape(by_kind))
+
+
+def spec_accepts(app, kind: str, design: Design) -> bool:
+    labels = ["yes", "no"] if kind == "yes_no" else ["a", "b", "c"]
+    others = {p.name: p.default if p.default is not None else 0.3 for p in design.others}
+    question = {
+        "key": "q",
+        "kind": kind,
+        "text": "?",
+        "privacy": design.from_level("epsilon", 1.0, others, len(labels)),
+    }
+    if kind != "yes_no":
+        question["options"] = labels
+    with app.app_context():
+        try:
+            create_survey_from_spec(db.session, {"title": "T", "questions": [question]})
+        except DomainError:
+            return False
+        finally:
+            db.session.rollback()
+    return True
+
+
+def test_the_builder_offers_every_design_the_spec_accepts_for_each_kind(app, signed_in, draft):
+    """The builder offered coin flip, Warner and GRR only, although the spec also accepted forced
+    response and the unrelated question. Now both read the registry."""
+    designs, by_kind = offered(signed_in.get(f"/surveys/{draft}/questions/new").text)
+    assert designs == set(DESIGNS)
+    for kind in ("yes_no", "choice"):
+        accepted = [d.id for d in DESIGNS.values() if spec_accepts(app, kind, d)]
+        assert by_kind[kind] == accepted, kind
+    assert set(by_kind["yes_no"]) | set(by_kind["choice"]) == set(DESIGNS)
+
+
+def _form_for(design: Design, kind: str) -> dict:
+    data = {**(YES_NO if kind == "yes_no" else CHOICE), "design": design.id, "set_by": "epsilon", "epsilon": "1.5"}
+    data["text"] = f"{design.id} on {kind}?"
+    for p in design.others:
+        data[p.field] = "0.3" if p.default is None else str(p.default)
+    return data
+
+
+@pytest.mark.parametrize("kind", ["yes_no", "choice"])
+def test_every_design_a_kind_is_offered_is_saved_through_the_builder(app, signed_in, draft, kind):
+    for design in DESIGNS.values():
+        if kind in design.kinds:
+            add(signed_in, draft, _form_for(design, kind))
+    stored = snapshot(app, draft)["questions"]
+    assert [q["design"]["name"] for q in stored] == [d.id for d in DESIGNS.values() if kind in d.kinds]
+    assert all(q["design"]["epsilon"] == pytest.approx(1.5) for q in stored)
+
+
+def test_every_design_is_edited_by_its_own_inputs_and_saving_it_unchanged_changes_nothing(app, signed_in, draft):
+    for design in DESIGNS.values():
+        add(signed_in, draft, _form_for(design, design.kinds[-1]))
+    before = snapshot(app, draft)
+    for question in before["questions"]:
+        url = f"/surveys/{draft}/questions/{question['key']}/edit"
+        shown = FormValues.of(signed_in, url)
+        design = DESIGNS[question["design"]["name"]]
+        assert shown["design"] == design.id and shown["set_by"] == design.level.field
+        assert signed_in.post(url, data=shown).status_code == 303
+    assert snapshot(app, draft) == before
+
+
+class FakeMirror(Warner):
+    """A design the registry does not ship: Warner under another name and parameter."""
+
+    design = "fake_mirror"
+
+    @property
+    def parameters(self) -> dict:
+        return {"q": self.p}
+
+
+FAKE = Design(
+    id="fake_mirror",
+    name="Fake mirror",
+    summary="A test's own design.",
+    kinds=("yes_no",),
+    level=Parameter("q", "Mirror probability", "The chance of the statement.", input="mirror_probability"),
+    others=(),
+    build=lambda privacy, labels: FakeMirror(privacy.get("q")),
+    solve=lambda eps, others, k: Warner.from_epsilon(eps).p,
+    describe=lambda mechanism, percent: "A fake.",
+)
+
+
+def test_a_new_registry_entry_is_offered_and_saved_by_the_builder_as_it_is(app, signed_in, draft, monkeypatch):
+    monkeypatch.setitem(DESIGNS, FAKE.id, FAKE)
+    page = signed_in.get(f"/surveys/{draft}/questions/new").text
+    designs, by_kind = offered(page)
+    assert FAKE.id in designs and FAKE.id in by_kind["yes_no"] and FAKE.id not in by_kind["choice"]
+    assert 'id="mirror-probability-block"' in page and 'data-designs="fake_mirror"' in page
+    assert preview(signed_in, design=FAKE.id, mirror_probability="0.8")["design_name"] == "Fake mirror"
+    add(signed_in, draft, {**YES_NO, "design": FAKE.id, "set_by": "mirror_probability", "mirror_probability": "0.8"})
+    (question,) = snapshot(app, draft)["questions"]
+    assert question["privacy"] == {"design": FAKE.id, "q": 0.8}
+
+
+def test_a_submission_refused_by_the_api_says_where_by_its_path(client, small_survey):
+    response = client.post("/api/surveys/small-test/responses", json={"answers": {"drugs": 1, "nope": 0}})
+    assert response.status_code == 400
+    assert response.json["path"] == ["answers", "nope"] and response.json["status"] == 400
+    assert "unknown question 'nope'" in response.json["error"]
 
 
 # -- an opened survey --------------------------------------------------------------------------------
@@ -609,7 +768,7 @@ def test_an_open_survey_refuses_every_structural_change(app, signed_in, small_su
         url = f"/surveys/{small_survey}/{path}"
         response = signed_in.post(url, data=data) if method == "post" else signed_in.get(url)
         assert response.status_code == 409, (method, path, data)
-        assert FrozenError().message in unescape(response.text)
+        assert Frozen().message in unescape(response.text)
         assert snapshot(app, small_survey) == before, (method, path, data)
 
 

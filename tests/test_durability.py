@@ -25,13 +25,13 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 
 from survey import create_app
-from survey.extensions import db
-from survey.lifecycle import close
-from survey.models import Answer, Question, Submission, Survey
+from survey.domain.lifecycle import close
+from survey.domain.models import Answer, Question, Submission, Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.domain.tallies import question_mechanism, survey_results
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
 from survey.privacy import estimate
-from survey.schema import upgrade_database
-from survey.specs import create_survey_from_spec
-from survey.tallies import question_mechanism, survey_results
 
 from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, own_database, serve
 
@@ -267,7 +267,7 @@ def test_a_lost_database_connection_costs_one_request_and_stores_nothing_partial
                 select(func.count()).select_from(Answer).group_by(Answer.submission_id)
             ).scalars()
             assert set(per_submission) == {len(ANSWERS)}
-            from survey.tallies import tally_mismatches
+            from survey.domain.tallies import tally_mismatches
 
             assert tally_mismatches(db.session, survey) == []
     finally:

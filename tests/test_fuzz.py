@@ -15,12 +15,10 @@ used, unknown and fresh codes. The properties, for every case:
   a case built to be invalid is refused with a 4xx.
 
 Each property runs on SQLite and, with ``TEST_DATABASE_URL``, on PostgreSQL (fewer examples there).
-The number of cases run is printed in the terminal summary ("fuzz cases").
-
-Exceptions matching a bug that is known and still open (``OPEN_BUGS``) are counted and tolerated by
-the properties, so that they keep guarding everything else; each such bug has a regression test
-below marked ``xfail(strict=True)``, which starts failing (XPASS) the day the bug is fixed: then
-remove it from ``OPEN_BUGS``.
+The number of cases run is printed in the terminal summary ("fuzz cases"). Under the default
+Hypothesis profile (``ci``, in conftest.py) the cases are derandomized, so that a run of the suite is
+the same every time; ``HYPOTHESIS_PROFILE=fuzz`` (benchmarks/fuzz.py) explores twenty times as many
+cases at random. Every bug these properties found has a regression test at the end of this file.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ import datetime as dt
 import html
 import json
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -44,19 +41,19 @@ from sqlalchemy import select, text
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
-from survey.extensions import db
-from survey.invitations import new_code
-from survey.models import Invitation, Submission, Survey, User, today
-from survey.specs import SpecError, create_survey_from_spec, survey_to_spec
+from survey.domain.errors import DomainError
+from survey.domain.invitations import new_code
+from survey.domain.models import Invitation, Submission, Survey, User, today
+from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
+from .conftest import DEFAULT_EXAMPLES, SMALL_SPEC
 
-# -- bookkeeping: how many cases ran, and known bugs ---------------------------------------------------
+# -- bookkeeping: how many cases ran, and the bugs found ----------------------------------------------
 
 CASES: Counter[str] = Counter()
-KNOWN_HITS: Counter[str] = Counter()
 
-#: Bugs this file found, each pinned by a regression test at the end.
+#: Bugs this file found (all fixed), each pinned by a regression test at the end.
 BUGS = {
     "deep-json": "JSON nested ~1000 deep raises RecursionError in the submission API (500, not 400)",
     "long-integer": "an integer of more than 4300 digits (JSON number or digit string) raises ValueError (500)",
@@ -67,33 +64,8 @@ BUGS = {
     "trailing-newline": "a slug or question key ending in a newline passes the spec's ^...$ pattern and is stored",
     "huge-epsilon": "a coin flip set by ε ≥ 710 overflows math.expm1 in CoinFlip.from_epsilon (OverflowError, 500)",
     "tiny-margin": "a target margin below ~1e-154 is stored, then every builder page of the survey fails (500)",
+    "tiny-epsilon": "a coin flip set by ε = 2.81e-230 with a forced-yes chance of 2.81e-230 divides by 0 (500)",
 }
-#: Those not fixed yet: the properties tolerate (and count) them, their regression tests are xfail.
-OPEN_BUGS: set[str] = set()
-
-
-def known_bug(error: BaseException) -> str | None:
-    """The open bug an exception raised by a request is an instance of, if any."""
-    message = f"{type(error).__name__}: {error}"
-    if isinstance(error, RecursionError):
-        bug = "deep-json"
-    elif "integer string conversion" in message:
-        bug = "long-integer"
-    elif isinstance(error, ZeroDivisionError) or "cannot convert float infinity to integer" in message:
-        bug = "tiny-margin"
-    elif isinstance(error, OverflowError) and "math range error" in message:
-        bug = "huge-epsilon"
-    elif isinstance(error, OverflowError):
-        bug = "huge-number"
-    elif "invalid literal for int() with base 10" in message:
-        bug = "unicode-digit"
-    elif "surrogates not allowed" in message:
-        bug = "lone-surrogate"
-    elif "cannot contain NUL (0x00)" in message:
-        bug = "nul-postgresql"
-    else:
-        return None
-    return bug if bug in OPEN_BUGS else None
 
 
 class _Summary:
@@ -108,11 +80,7 @@ class _Summary:
 
 
 def summary_lines() -> list[str]:
-    lines = [f"{sum(CASES.values())} generated cases: " + ", ".join(f"{k} {v}" for k, v in sorted(CASES.items()))]
-    if KNOWN_HITS:
-        hits = ", ".join(f"{k} {v}" for k, v in sorted(KNOWN_HITS.items()))
-        lines.append(f"cases that hit a known open bug (tolerated, see OPEN_BUGS): {hits}")
-    return lines
+    return [f"{sum(CASES.values())} generated cases: " + ", ".join(f"{k} {v}" for k, v in sorted(CASES.items()))]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -130,10 +98,22 @@ GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
 QUESTIONS = {q["key"]: (len(q.get("options", ["yes", "no"])), q.get("required", True)) for q in SMALL_SPEC["questions"]}
 USED_CODE = "USEDUSEDUSED"
 OTHER_SURVEY_CODE = "OTHERSURVEY2"
-TABLES = ("users", "surveys", "questions", "options", "designs", "submissions", "answers", "invitations", "memberships")
-#: ``FUZZ_SCALE=20`` runs twenty times the examples (benchmarks/fuzz.py does).
-SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
-LIMIT = 64 * 1024  # the app's request-size limit (survey.config)
+#: Every table a request could write to (the running tallies included).
+TABLES = (
+    "users",
+    "surveys",
+    "questions",
+    "options",
+    "designs",
+    "submissions",
+    "answers",
+    "answer_tallies",
+    "submission_tallies",
+    "invitations",
+    "memberships",
+    "login_sessions",
+)
+LIMIT = 64 * 1024  # the app's request-size limit (survey.platform.config)
 IMPORT_LIMIT = 1024 * 1024  # the import page's own limit
 
 
@@ -204,9 +184,12 @@ def backend(app) -> str:
 
 
 def run_property(app, name: str, strategy: st.SearchStrategy, check: Callable[[Any], None], examples: int) -> None:
-    """Run ``check`` on ``examples`` cases from ``strategy`` (fewer on PostgreSQL), counting them."""
+    """Run ``check`` on ``examples`` cases from ``strategy`` (fewer on PostgreSQL), counting them.
+
+    ``examples`` is for the default profile; a profile with more ``max_examples`` (``fuzz``) scales it.
+    """
     count = examples if backend(app) == "sqlite" else max(20, examples * 2 // 5)
-    count = max(1, round(count * SCALE))
+    count = max(1, round(count * settings.default.max_examples / DEFAULT_EXAMPLES))
 
     @settings(
         max_examples=count,
@@ -256,19 +239,6 @@ def assert_refused(response, before: tuple[int, ...], after: tuple[int, ...]) ->
     message = readable_message(response)
     assert message.strip(), f"{response.status_code} without a readable message: {body[:500]}"
     assert after == before, f"{response.status_code} but rows changed: {before} -> {after}"
-
-
-def send(request: Callable[[], Any]) -> Any:
-    """Make a request; an exception of a known open bug is counted and returned as None."""
-    try:
-        return request()
-    except Exception as error:
-        bug = known_bug(error)
-        if bug is None:
-            raise
-        KNOWN_HITS[bug] += 1
-        note(f"known open bug {bug}: {type(error).__name__}: {str(error)[:200]}")
-        return None
 
 
 # -- strategies shared by every property ---------------------------------------------------------------
@@ -578,13 +548,8 @@ def test_submission_api_never_fails_and_refusals_write_nothing(world, client):
         data = body if isinstance(body, bytes) else encode(body).encode("utf-8", "surrogatepass")
         note(f"{case.mutation} → {case.slug} [{case.content_type}] {data[:300]!r}")
         before = snapshot(app)
-        response = send(
-            lambda: client.post(f"/api/surveys/{case.slug}/responses", data=data, content_type=case.content_type)
-        )
+        response = client.post(f"/api/surveys/{case.slug}/responses", data=data, content_type=case.content_type)
         after = snapshot(app)
-        if response is None:
-            assert after == before
-            return
         status = response.status_code
         assert status < 500
         if status == 201:
@@ -727,11 +692,8 @@ def test_form_post_never_fails_and_refusals_write_nothing(world, client):
             ).encode()
         note(f"{case.mutation} → {case.slug} {raw[:300]!r}")
         before = snapshot(app)
-        response = send(lambda: client.post(f"/s/{case.slug}", data=raw, content_type=case.content_type))
+        response = client.post(f"/s/{case.slug}", data=raw, content_type=case.content_type)
         after = snapshot(app)
-        if response is None:
-            assert after == before
-            return
         status = response.status_code
         assert status < 500
         if status == 303:
@@ -850,8 +812,6 @@ def spec_documents(draw) -> Any:
 
 
 def _valid_name(pattern: str, name: str) -> bool:
-    if "trailing-newline" in OPEN_BUGS:
-        name = name.removesuffix("\n")
     return re.fullmatch(pattern, name) is not None
 
 
@@ -881,29 +841,14 @@ def test_create_survey_from_spec_refuses_with_spec_error_and_adds_nothing(world)
             alice = db.session.scalar(select(User).where(User.username == "alice"))
             try:
                 survey = create_survey_from_spec(db.session, spec, owner=alice)
-            except SpecError as error:
+            except DomainError as error:
                 assert str(error).strip() and "Traceback" not in str(error)
-                assert not db.session.new, f"SpecError but added {db.session.new}"
-                db.session.rollback()
-                survey = None
-            except Exception as error:
-                bug = known_bug(error)
-                if bug is None:
-                    raise
-                KNOWN_HITS[bug] += 1
+                assert not db.session.new, f"DomainError but added {db.session.new}"
                 db.session.rollback()
                 survey = None
             if survey is not None:
                 slug = survey.slug
-                try:
-                    db.session.commit()
-                except Exception as error:  # a value the database cannot hold
-                    bug = known_bug(error)
-                    if bug is None:
-                        raise
-                    KNOWN_HITS[bug] += 1
-                    db.session.rollback()
-                    survey = None
+                db.session.commit()
         after = snapshot(app)
         if survey is None:
             assert after == before
@@ -998,11 +943,8 @@ def test_spec_import_page_never_fails_and_refusals_write_nothing(world, signed_i
             data["file"] = (io.BytesIO(case.file), "spec.json")
         note(f"{case.mutation}: {(case.text or '')[:300]!r} {(case.file or b'')[:300]!r}")
         before = snapshot(app)
-        response = send(lambda: client.post("/surveys/import", data=data, content_type="multipart/form-data"))
+        response = client.post("/surveys/import", data=data, content_type="multipart/form-data")
         after = snapshot(app)
-        if response is None:
-            assert after == before
-            return
         status = response.status_code
         assert status < 500
         if status == 303:
@@ -1095,11 +1037,8 @@ def test_builder_forms_never_fail_and_refusals_change_nothing(world, signed_in):
         ).encode()
         note(f"{url} {raw[:400]!r}")
         before, state = snapshot(app), survey_state(app, case.slug)
-        response = send(lambda: client.post(url, data=raw, content_type="application/x-www-form-urlencoded"))
+        response = client.post(url, data=raw, content_type="application/x-www-form-urlencoded")
         after = snapshot(app)
-        if response is None:
-            assert after == before and survey_state(app, case.slug) == state
-            return
         status = response.status_code
         assert status < 500
         if status in (301, 308):  # a redirect to the canonical URL (merged slashes): nothing happened
@@ -1138,17 +1077,18 @@ def check_builder_saved(app, case: BuilderCase, key: str, raw: bytes, before, af
             assert after[TABLES.index("questions")] == before[TABLES.index("questions")]
 
 
-# -- regression tests for the bugs found here (xfail while they are open) ------------------------------
+# -- regression tests for the bugs found here ----------------------------------------------------------
 
 
 def _bug(name: str, where: str, url: str, body: str, content_type: str = "form") -> Any:
-    marks = [pytest.mark.xfail(strict=True, reason=BUGS[name])] if name in OPEN_BUGS else []
-    return pytest.param(where, url, body, content_type, marks=marks, id=f"{name}-{where}")
+    assert name in BUGS, name
+    return pytest.param(where, url, body, content_type, id=f"{name}-{where}")
 
 
 API = "/api/surveys/small-test/responses"
 FORM = "application/x-www-form-urlencoded"
 COIN_FLIP_AT_710 = "kind=yes_no&design=coin_flip&set_by=epsilon&epsilon=710&yes_probability=0.5"
+COIN_FLIP_TINY = "kind=yes_no&design=coin_flip&set_by=epsilon&epsilon=2.81e-230&yes_probability=2.81e-230"
 GRR_HUGE = {"key": "a", "kind": "yes_no", "text": "?", "privacy": {"design": "grr", "epsilon": 10**400}}
 REGRESSIONS = [
     _bug("deep-json", "api", API, "[" * 5000 + "]" * 5000, "application/json"),
@@ -1169,6 +1109,7 @@ REGRESSIONS = [
     _bug("huge-number", "import-grr", "/surveys/import", json.dumps({"title": "T", "questions": [GRR_HUGE]})),
     _bug("huge-number", "planning", "/surveys/draft-test/planning", "epsilon_cap=1" + "0" * 400),
     _bug("huge-epsilon", "builder", "/surveys/draft-test/questions/new", f"text=Q&{COIN_FLIP_AT_710}"),
+    _bug("tiny-epsilon", "builder", "/surveys/draft-test/questions/new", f"text=Q&{COIN_FLIP_TINY}"),
 ]
 
 
@@ -1207,8 +1148,6 @@ def test_nul_characters_are_refused_or_stored(request, world, client, where, url
     app = world
     if url.startswith("/surveys/"):
         client = request.getfixturevalue("signed_in")
-    if backend(app) == "postgresql" and "nul-postgresql" in OPEN_BUGS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=BUGS["nul-postgresql"]))
     before = snapshot(app)
     if where == "get":
         response = client.get(url)
@@ -1235,21 +1174,18 @@ NEWLINE_SPECS = [
 ]
 
 
-@pytest.mark.xfail("trailing-newline" in OPEN_BUGS, strict=True, reason=BUGS["trailing-newline"])
 @pytest.mark.parametrize("spec", NEWLINE_SPECS, ids=["slug", "key"])
 def test_names_ending_in_a_newline_are_refused(app, spec):
-    with app.app_context(), pytest.raises(SpecError):
+    with app.app_context(), pytest.raises(DomainError):
         create_survey_from_spec(db.session, {**spec, "status": "draft"})
 
 
-@pytest.mark.xfail("huge-epsilon" in OPEN_BUGS, strict=True, reason=BUGS["huge-epsilon"])
 def test_privacy_preview_of_a_huge_epsilon_is_refused_or_shown(world, signed_in):
     response = signed_in.get(f"/api/privacy/preview?{COIN_FLIP_AT_710}")
     assert response.status_code in (200, 400)
     assert response.is_json and response.get_json()["ok"] == (response.status_code == 200)
 
 
-@pytest.mark.xfail("tiny-margin" in OPEN_BUGS, strict=True, reason=BUGS["tiny-margin"])
 @pytest.mark.parametrize("margin", ["1e-200", "1e-160"])
 def test_a_tiny_target_margin_is_refused_or_planned_with(world, signed_in, margin):
     form = f"epsilon_cap=&expected_respondents=1000&target_margin={margin}"

@@ -17,10 +17,10 @@ import pytest
 from sqlalchemy import func, select
 
 from survey import create_app
-from survey.extensions import db
-from survey.invitations import generate_codes
-from survey.models import Answer, Invitation, Submission, Survey
-from survey.specs import create_survey_from_spec
+from survey.domain.invitations import generate_codes
+from survey.domain.models import Answer, Invitation, Submission, Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.platform.extensions import db
 
 from .conftest import BACKENDS, SMALL_SPEC, make_config, serve
 

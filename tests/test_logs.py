@@ -12,11 +12,11 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.extensions import db
-from survey.invitations import generate_codes
-from survey.models import Survey
-from survey.schema import upgrade_database
-from survey.specs import create_survey_from_spec
+from survey.domain.invitations import generate_codes
+from survey.domain.models import Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
 
 from .conftest import SMALL_SPEC
 

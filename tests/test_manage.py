@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from sqlalchemy import func, inspect, select
 
-from survey.extensions import db
-from survey.models import Answer, Invitation, Membership, Question, Submission, Survey, User, today
-from survey.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.models import Answer, Invitation, Membership, Question, Submission, Survey, User, today
+from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.platform.extensions import db
 
 from .conftest import SMALL_SPEC
 
@@ -234,7 +234,7 @@ def test_duplicate_is_a_draft_with_the_same_designs(app, signed_in, bob):
         survey = db.session.scalar(select(Survey).where(Survey.slug == add_survey(app, {**SMALL_SPEC})))
         survey.memberships.append(Membership(user_id=bob, role="organizer"))
         db.session.commit()
-    # bob, a co-organizer, duplicates alice's survey: he owns the copy, alice keeps access to it
+    # bob, a co-organizer, duplicates alice's survey: he owns the copy, alice is invited to it
     response = sign_in(app, "bob").post("/surveys/small-test/duplicate")
     assert response.status_code == 303
     with app.app_context():
@@ -242,7 +242,7 @@ def test_duplicate_is_a_draft_with_the_same_designs(app, signed_in, bob):
         slug = copy.slug
         assert copy.status == "draft" and copy.title == "Small test survey (copy)"
         assert copy.owner.username == "bob"
-        assert {(m.user.username, m.role) for m in copy.memberships} == {("alice", "organizer")}
+        assert {(m.user.username, m.role, m.pending) for m in copy.memberships} == {("alice", "organizer", True)}
         original, duplicate = (
             {q.key: q.mechanism() for q in s.questions if q.is_randomized}
             for s in (db.session.scalar(select(Survey).where(Survey.slug == "small-test")), copy)
@@ -306,7 +306,7 @@ def test_a_spec_larger_than_a_submission_can_be_imported(app, signed_in):
 
 
 BAD_SPECS = [
-    ("{not json", "this is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
+    ("{not json", "the spec is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
     ("[1, 2]", "the spec must be a JSON object with a title and questions"),
     ('{"title": "T", "title": "U"}', "the key 'title' appears twice"),
     (json.dumps({**SMALL_SPEC, "colour": "red"}), "survey: unknown field 'colour'"),
@@ -366,7 +366,7 @@ def test_import_refuses_bad_specs_and_creates_nothing(app, signed_in, small_surv
         ({}, None, "file", "Choose a spec file, or paste a spec below."),
         ({"text": "   "}, None, "file", "Choose a spec file, or paste a spec below."),
         ({"text": "{}"}, b"{}", "text", "Give a file or paste a spec, not both."),
-        ({}, b"\xff\xfe{", "file", "the file is not UTF-8 text"),
+        ({}, b"\xff\xfe{", "file", "the spec is not valid UTF-8 text"),
     ],
 )
 def test_import_needs_exactly_one_readable_document(app, signed_in, data, upload, field, message):
@@ -406,6 +406,8 @@ def test_sharing_with_a_researcher_and_a_co_organizer(app, signed_in, small_surv
 
     response = signed_in.post("/surveys/small-test/members", data={"username": "bob", "role": "researcher"})
     assert response.status_code == 303
+    assert bob_client.get("/surveys/small-test/results").status_code == 404  # an offer, until bob accepts it
+    assert bob_client.post("/surveys/small-test/accept").status_code == 303
     assert bob_client.get("/surveys/small-test/results").status_code == 200
     assert bob_client.get("/surveys/small-test/responses.csv").status_code == 200
     for path in ("/surveys/small-test/share", "/surveys/small-test/spec.json", "/surveys/small-test/invitations.csv"):
@@ -423,6 +425,7 @@ def test_sharing_with_a_researcher_and_a_co_organizer(app, signed_in, small_surv
         bob_client.post("/surveys/small-test/members", data={"username": "carol", "role": "researcher"}).status_code
         == 303
     )
+    assert sign_in(app, "carol").post("/surveys/small-test/accept").status_code == 303
     refused = bob_client.post(
         "/surveys/small-test/members/remove", data={"user_id": str(survey_row(app, small_survey).owner_id)}
     )

@@ -18,11 +18,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, select, text
 
 from survey import create_app
-from survey.extensions import db
-from survey.models import Survey
-from survey.schema import FIRST_REVISION_TABLES, VERSION_TABLE, alembic_config, current_revision, head_revision
-from survey.specs import create_survey_from_spec
-from survey.tallies import recount, survey_counts, tally_mismatches
+from survey.domain.models import Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.domain.tallies import recount, survey_counts, tally_mismatches
+from survey.platform.extensions import db
+from survey.platform.schema import FIRST_REVISION_TABLES, VERSION_TABLE, alembic_config, current_revision, head_revision
 
 from .conftest import BACKENDS, SMALL_SPEC, _pg_url
 

@@ -21,12 +21,12 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.extensions import db
-from survey.models import Membership, Survey, User
-from survey.organize.preview import labels_for, points_text, probability_text
-from survey.privacy import CoinFlip, GeneralizedRR, margin_of_error
-from survey.schema import upgrade_database
-from survey.wording import deniability_sentence
+from survey.domain.models import Membership, Survey, User
+from survey.domain.preview import labels_for, points_text, probability_text
+from survey.domain.wording import deniability_sentence, describe_design
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
+from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -122,9 +122,10 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     # a choice question with GRR over 4 options; the preview follows ε as it is typed
     page.click("#add-question")
     page.check("#kind-1")
-    assert page.is_visible("#options-block") and page.is_hidden("#yes-probability-block")
+    expect(page.locator("#options-block")).to_be_visible()
+    expect(page.locator("#yes-probability-block")).to_be_hidden()
     expect(page.locator("#design")).to_have_value("grr")  # the only design a choice question can use
-    assert page.is_disabled("#design option[value=coin_flip]")
+    expect(page.locator("#design option[value=coin_flip]")).to_be_disabled()
     page.fill("#text", "How often do you study after midnight?")
     page.fill("#options", "never\nsometimes\noften\nalways")
     expect(preview_text(page, "epsilon")).to_have_text("1.00")
@@ -142,7 +143,7 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     expect(preview_text(page, "epsilon")).to_have_text("2.00")
     page.fill("#epsilon", "0")
     expect(preview_text(page, "error")).to_contain_text("epsilon must be greater than 0")
-    assert page.is_hidden("#privacy-preview [data-preview='figures']")
+    expect(page.locator("#privacy-preview [data-preview='figures']")).to_be_hidden()
     page.fill("#epsilon", "0.5")
     expect(preview_text(page, "epsilon")).to_have_text("0.50")
     with page.expect_navigation():
@@ -151,7 +152,8 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     # a direct question: no privacy settings, said to be unprotected
     page.click("#add-question")
     page.check("#kind-2")
-    assert page.is_hidden("#privacy-block") and page.is_visible("#direct-note")
+    expect(page.locator("#privacy-block")).to_be_hidden()
+    expect(page.locator("#direct-note")).to_be_visible()
     page.fill("#text", "Your year of study?")
     page.fill("#options", "first\nsecond\nthird or later")
     page.uncheck("#required")
@@ -188,6 +190,72 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     page.goto(f"{base}/surveys/{slug}/build")
     expect(page.locator("#frozen-note")).to_be_visible()
     assert page.locator("form[action$='/delete']").count() == 0
+    page.context.close()
+
+
+def test_organizer_builds_forced_response_and_unrelated_question_and_publishes(live_server, browser):
+    """The two designs the builder did not offer before: their inputs come from the registry, the
+    script shows each design's own, and the preview fills in the parameter that follows."""
+    app, base = live_server
+    page = new_page(browser)
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/new")
+    page.fill("#title", "Every design")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    slug = re.search(r"/surveys/([^/]+)/build$", page.url).group(1)
+
+    # forced response on three options, set by ε: every option is forced with the same chance
+    page.click("#add-question")
+    page.check("#kind-1")
+    page.fill("#text", "Which of these have you done?")
+    page.fill("#options", "a\nb\nc")
+    page.select_option("#design", "forced_response")
+    expect(page.locator("#forced-block")).to_be_visible()
+    for hidden in ("#yes-probability-block", "#unrelated-yes-rate-block", "#truth-probability-block"):
+        expect(page.locator(hidden)).to_be_hidden()
+    page.fill("#epsilon", "1")
+    forced = ForcedResponse.from_epsilon(1.0, 3)
+    c = forced.parameters["forced"][0]
+    expect(preview_text(page, "epsilon")).to_have_text("1.00")
+    expect(preview_text(page, "derived")).to_have_text(
+        f"→ forcing probabilities {', '.join([probability_text(c)] * 3)}"
+    )
+    expect(page.locator("#forced")).to_have_value(", ".join([f"{c:.6g}"] * 3))
+    expect(preview_text(page, "deniability")).to_have_text(deniability_sentence(ForcedResponse([c] * 3)))
+    with page.expect_navigation():
+        page.click("text=Add question")
+
+    # the unrelated question on a yes/no question, set by the sensitive-question probability
+    page.click("#add-question")
+    page.fill("#text", "Have you ever shoplifted?")
+    expect(page.locator("#design option[value=forced_response]")).to_be_disabled()  # a choice design
+    page.select_option("#design", "unrelated_question")
+    expect(page.locator("#unrelated-yes-rate-block")).to_be_visible()
+    expect(page.locator("#yes-probability-block")).to_be_hidden()
+    page.fill("#unrelated_yes_rate", "0.25")
+    page.check("input[name=set_by][value=sensitive_probability]")
+    page.fill("#sensitive_probability", "0.7")
+    unrelated = UnrelatedQuestion(0.7, 0.25)
+    expect(preview_text(page, "epsilon")).to_have_text(f"{unrelated.epsilon:.2f}")
+    expect(page.locator("#epsilon")).to_have_value(f"{unrelated.epsilon:.6g}")
+    expect(preview_text(page, "description")).to_have_text(describe_design(unrelated))
+    with page.expect_navigation():
+        page.click("text=Add question")
+    assert page.locator(".question-item").count() == 2
+    assert not page.csp_errors, page.csp_errors
+
+    page.click("text=Publish, share and access")
+    with page.expect_navigation():
+        page.click("form[action*='/publish'] button")
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        assert survey.status == "open"
+        first, second = (q.design for q in survey.questions)
+        assert first.mechanism_name == "forced_response" and first.parameters == {"forced": [c] * 3}
+        assert first.epsilon == pytest.approx(1.0)
+        assert second.mechanism_name == "unrelated_question"
+        assert second.parameters == {"sensitive_probability": 0.7, "unrelated_yes_rate": 0.25}
     page.context.close()
 
 

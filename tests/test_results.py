@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from survey import exports
-from survey.extensions import db
-from survey.models import Survey, User, today
+from survey.domain import exports
+from survey.domain.models import Survey, User, today
+from survey.domain.specs import create_survey_from_spec
+from survey.domain.tallies import survey_results
+from survey.platform.extensions import db
 from survey.privacy import Mechanism, estimate, mechanism_from_dict
-from survey.specs import create_survey_from_spec
-from survey.tallies import survey_total_epsilon
 
 from .conftest import SMALL_SPEC
 
@@ -140,7 +140,7 @@ def test_index_lists_surveys_with_submissions_and_total_epsilon(signed_in, answe
     page = _get_text(signed_in, "/")
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == answered))
-        total = survey_total_epsilon(survey)
+        total = survey.total_epsilon()
     row = re.search(r"<tr>\s*<th scope=\"row\">Small test survey</th>(.*?)</tr>", page, re.S).group(1)
     assert f"<td>{N}</td>" in row and f"<td>{total:.2f}</td>" in row and "<td>open</td>" in row
     assert f'href="/surveys/{answered}/results"' in row and f'href="/s/{answered}"' in row
@@ -331,7 +331,7 @@ def test_codebook_matrix_equals_the_stored_design(app, signed_in, answered):
     assert [c["name"] for c in book["columns"]] == ["submission", "submitted_on", *KEYS]
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == answered))
-        assert book["total_epsilon"] == survey_total_epsilon(survey)
+        assert book["total_epsilon"] == survey.total_epsilon()
         for q, entry in zip(survey.questions, book["questions"], strict=True):
             assert (entry["key"], entry["text"], entry["kind"]) == (q.key, q.text, q.kind)
             assert entry["options"] == [{"code": o.code, "label": o.label} for o in q.options]
@@ -360,6 +360,8 @@ def test_reestimating_from_microdata_and_codebook_gives_the_same_numbers(signed_
         matrix = np.array(q["design"]["matrix"]) if q["design"] else np.eye(k)
         pi = np.linalg.solve(matrix, lam)
         inverse = np.linalg.inv(matrix)
+        if np.any(pi < 0):  # the covariance is taken at the shares the consistent estimate implies
+            lam = matrix @ np.array([c["proportion"] for c in published["categories"]])
         covariance = inverse @ (np.diag(lam) - np.outer(lam, lam)) @ inverse.T / n
         assert n == published["n"]
         np.testing.assert_allclose(pi, [c["unbiased"] for c in published["categories"]], rtol=1e-12, atol=1e-14)
@@ -372,7 +374,7 @@ def test_reestimating_from_microdata_and_codebook_gives_the_same_numbers(signed_
 
 
 def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
-    from survey.demo import DEMO_SLUG, create_demo
+    from survey.domain.demo import DEMO_SLUG, create_demo
 
     with app.app_context():
         survey = create_demo(db.session, respondents=300)
@@ -380,7 +382,7 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
         db.session.commit()
         truths = {q.key: q.simulated_truth for q in survey.questions}
     page = _get_text(signed_in, f"/surveys/{DEMO_SLUG}/results")
-    assert page.count('<th scope="col">True rate</th>') == len(truths)
+    assert page.count('<th scope="col">True share among the simulated respondents</th>') == len(truths)
     assert page.count('class="chart-truth"') == sum(len(t) for t in truths.values()) + len(truths)  # + legends
     assert "<dt>Submissions</dt><dd>300</dd>" in page
     document = signed_in.get(f"/api/surveys/{DEMO_SLUG}/estimates").get_json()
@@ -392,6 +394,24 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
     assert [float(r["simulated_truth"]) for r in rows] == [t for key in truths for t in truths[key]]
     book = signed_in.get(f"/surveys/{DEMO_SLUG}/codebook.json").get_json()
     assert {q["key"]: q["simulated_truth"] for q in book["questions"]} == truths
+
+
+def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(app):
+    """Not the rates the respondents were drawn from: those are a population's, and a reader checks
+    the intervals against the one truth the page shows."""
+    from survey.domain.demo import DEMO_SPEC, create_demo
+
+    with app.app_context():
+        survey = create_demo(db.session)  # the demo as `make run` loads it: 3,000 respondents, its seed
+        results = {r.question.key: r for r in survey_results(db.session, survey)}
+        drawn_from = {q["key"]: q["simulated_truth"] for q in DEMO_SPEC["questions"]}
+        for key, result in results.items():
+            shown = np.array(result.question.simulated_truth)
+            assert shown.sum() == pytest.approx(1.0)
+            assert np.allclose(shown * 3000, np.round(shown * 3000))  # shares of 3,000 people
+            assert shown.tolist() != drawn_from[key]
+            if not result.randomized:  # asked directly: the report is the truth
+                assert shown.tolist() == (result.counts / result.n).tolist()
 
 
 def test_infinite_epsilon_is_shown_and_exported_explicitly(app, signed_in):

@@ -20,13 +20,13 @@ from alembic import command
 from sqlalchemy import select, text
 
 from survey import create_app
-from survey.extensions import db
-from survey.invitations import generate_codes
-from survey.limits import limiter
-from survey.models import Survey
-from survey.schema import alembic_config, upgrade_database
-from survey.specs import create_survey_from_spec
-from survey.tallies import survey_counts, tally_mismatches
+from survey.domain.invitations import generate_codes
+from survey.domain.models import Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.domain.tallies import survey_counts, tally_mismatches
+from survey.platform.extensions import db
+from survey.platform.limits import limiter
+from survey.platform.schema import alembic_config, upgrade_database
 
 from .conftest import BACKENDS, SMALL_SPEC, limited_app, own_database
 from .test_durability import ANSWERS, free_port
@@ -74,7 +74,7 @@ def test_health_is_503_when_the_database_cannot_be_reached(url):
 def wsgi_import(env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "SURVEY_ENV", "DATABASE_URL")}
     return subprocess.run(
-        [sys.executable, "-c", "import survey.wsgi"],
+        [sys.executable, "-c", "import survey.platform.wsgi"],
         cwd=ROOT,
         env={**clean, **env},
         capture_output=True,
@@ -119,7 +119,7 @@ def test_trusted_proxies_make_rate_limits_count_the_forwarded_address(tmp_path, 
 
 @pytest.fixture(params=BACKENDS)
 def served(request, tmp_path):
-    """gunicorn (survey.gunicorn_conf, two workers) on a migrated database of its own; yields
+    """gunicorn (survey.platform.gunicorn_conf, two workers) on a migrated database of its own; yields
     (port, database url, log path)."""
     with own_database(request.param, tmp_path, "served") as url:
         yield from _gunicorn(url, tmp_path)
@@ -149,7 +149,7 @@ def _gunicorn(url: str, tmp_path):
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
     with log.open("w") as out:
         process = subprocess.Popen(
-            [str(GUNICORN), "-c", "python:survey.gunicorn_conf", "survey.wsgi:app"],
+            [str(GUNICORN), "-c", "python:survey.platform.gunicorn_conf", "survey.platform.wsgi:app"],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -252,7 +252,7 @@ def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_templa
 def test_swept_memory_storage_counts_expires_and_forgets_without_threads(monkeypatch):
     from limits.storage import MemoryStorage
 
-    from survey.limits import SweptMemoryStorage
+    from survey.platform.limits import SweptMemoryStorage
 
     def thread_starts(storage_class) -> tuple[int, object]:
         storage = storage_class("x://")

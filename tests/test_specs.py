@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from survey.extensions import db
-from survey.models import Answer, Design, Question, Submission, Survey, User
+from survey.domain.errors import DomainError
+from survey.domain.models import Answer, Design, Question, Submission, Survey, User
+from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.platform.extensions import db
 from survey.privacy import CoinFlip, GeneralizedRR, Warner
-from survey.specs import SpecError, create_survey_from_spec, survey_to_spec
 
 from .conftest import SMALL_SPEC
 
@@ -100,7 +101,7 @@ def _with(path, value):
 )
 def test_bad_specs_are_refused_whole_and_name_the_field(app, spec, message):
     with app.app_context():
-        with pytest.raises(SpecError, match=message):
+        with pytest.raises(DomainError, match=message):
             create_survey_from_spec(db.session, spec)
         db.session.rollback()
         assert _count(Survey) == _count(Question) == _count(Design) == 0
@@ -120,7 +121,7 @@ def test_slug_taken_and_generated(app):
     with app.app_context():
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
-        with pytest.raises(SpecError, match="already taken"):
+        with pytest.raises(DomainError, match="already taken"):
             create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.rollback()
         spec = dict(SMALL_SPEC, title="Drugs & Work: 2026!")
@@ -164,8 +165,8 @@ def test_demo_command_creates_simulated_respondents(app, runner):
 
 def test_demo_reports_are_randomized_by_the_stored_mechanism(app):
     """At 20,000 respondents the reported yes-share matches Q·truth, not the truth itself."""
-    from survey.demo import create_demo
-    from survey.tallies import survey_counts
+    from survey.domain.demo import create_demo
+    from survey.domain.tallies import survey_counts
 
     with app.app_context():
         survey = create_demo(db.session, 20_000)
@@ -190,7 +191,7 @@ def test_create_user_command(app, runner):
 
 def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
     """On PostgreSQL the demo's bulk insert must leave the id sequence where a new row can follow."""
-    from survey.demo import create_demo
+    from survey.domain.demo import create_demo
 
     with app.app_context():
         create_demo(db.session, 50)
@@ -202,8 +203,8 @@ def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
 
 
 def test_reserved_keys_match_the_microdata_columns():
-    from survey.exports import MICRODATA_FIXED_COLUMNS
-    from survey.specs import RESERVED_KEYS
+    from survey.domain.exports import MICRODATA_FIXED_COLUMNS
+    from survey.domain.specs import RESERVED_KEYS
 
     assert set(MICRODATA_FIXED_COLUMNS) == RESERVED_KEYS
 
@@ -211,13 +212,13 @@ def test_reserved_keys_match_the_microdata_columns():
 def test_designs_that_reveal_every_answer_are_refused(app):
     spec = _with(["questions", 1, "privacy", "p"], 0.0)  # Warner p = 0 always sends the opposite
     spec["questions"][1]["privacy"]["allow_one_sided"] = True
-    with app.app_context(), pytest.raises(SpecError, match="protects nothing"):
+    with app.app_context(), pytest.raises(DomainError, match="protects nothing"):
         create_survey_from_spec(db.session, spec)
 
 
 @pytest.mark.parametrize("f, safe, exposed", [(1.0, "yes", "no"), (0.0, "no", "yes")])
 def test_one_sided_wording_names_the_exposed_answer(f, safe, exposed):
-    from survey.wording import deniability_sentence
+    from survey.domain.wording import deniability_sentence
 
     sentence = deniability_sentence(CoinFlip(0.5, f))
     assert f"only a “{safe}” is protected" in sentence and f"true “{exposed}”" in sentence

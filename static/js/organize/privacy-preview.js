@@ -1,0 +1,163 @@
+/* The question form's live privacy preview.
+ *
+ * As the organizer types, this asks the server (GET /api/privacy/preview) what the privacy inputs
+ * mean and puts the answer's sentences into the live region beside them. It holds no privacy
+ * formula: every number and sentence comes from the server, computed by the privacy core, exactly
+ * as the saved design will be. It also shows only the inputs that apply to the chosen kind and
+ * design, and sends those: which inputs belong to which design is written on the page by the
+ * server from its registry of designs (data-designs, data-input, data-level), so this script holds
+ * no list of designs or parameters. Without it the form still works: the server renders the
+ * preview on every page load.
+ */
+(function () {
+  "use strict";
+
+  var form = document.getElementById("question-form");
+  if (!form || !form.dataset.previewUrl || form.hasAttribute("data-frozen")) return;
+
+  var region = document.getElementById("privacy-preview");
+  var designs = JSON.parse(form.dataset.designsByKind || "{}");
+  var DELAY = 150;
+  var timer = null;
+  var latest = 0;
+
+  function value(name) {
+    var checked = form.querySelector("input[name='" + name + "']:checked");
+    if (checked) return checked.value;
+    var el = form.elements.namedItem(name);
+    if (!el || el instanceof RadioNodeList) return "";
+    if (el.type === "checkbox") return el.checked ? "1" : "";
+    return el.value;
+  }
+
+  function optionCount() {
+    return form.elements.namedItem("options").value.split("\n").filter(function (line) {
+      return line.trim() !== "";
+    }).length;
+  }
+
+  function piece(name) {
+    return region.querySelector("[data-preview='" + name + "']");
+  }
+
+  function setText(name, text) {
+    var el = piece(name);
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  function forDesign(el, design) {
+    return !el.dataset.designs || el.dataset.designs.split(" ").indexOf(design) >= 0;
+  }
+
+  /* The way the level is set: the checked choice, if the chosen design offers it; otherwise ε. */
+  function setBy(design) {
+    var checked = form.querySelector("input[name='set_by']:checked");
+    var row = checked && checked.closest("[data-designs]");
+    return checked && (!row || forDesign(row, design)) ? checked.value : "epsilon";
+  }
+
+  /* Show the inputs that apply; offer only the designs the kind allows. */
+  function arrange() {
+    var kind = value("kind");
+    var design = form.elements.namedItem("design");
+    var allowed = designs[kind] || [];
+    Array.prototype.forEach.call(design.options, function (option) {
+      option.disabled = allowed.indexOf(option.value) < 0;
+    });
+    if (design.selectedOptions.length && design.selectedOptions[0].disabled && allowed.length) {
+      design.value = allowed[0];
+    }
+    form.querySelectorAll("[data-show-for-kind]").forEach(function (el) {
+      el.hidden = el.dataset.showForKind.split(" ").indexOf(kind) < 0;
+    });
+    var privacy = document.getElementById("privacy-block");
+    privacy.querySelectorAll("[data-designs]").forEach(function (el) {
+      el.hidden = !forDesign(el, design.value);
+    });
+    var way = setBy(design.value);
+    var checked = form.querySelector("input[name='set_by'][value='" + way + "']");
+    if (checked) checked.checked = true;
+    form.querySelectorAll("[data-level][data-input]").forEach(function (el) {
+      form.elements.namedItem(el.dataset.input).readOnly = el.dataset.input !== way;
+    });
+  }
+
+  /* What the preview API needs: the level as typed, and the chosen design's other inputs. */
+  function params() {
+    var kind = value("kind");
+    var design = value("design");
+    var way = setBy(design);
+    var query = new URLSearchParams({
+      design: design,
+      kind: kind,
+      k: kind === "choice" ? String(optionCount()) : "2",
+      n: form.dataset.n,
+      margin: form.dataset.margin,
+      allow_one_sided: value("allow_one_sided")
+    });
+    query.set(way, value(way));
+    form.querySelectorAll("[data-input]:not([data-level])").forEach(function (el) {
+      if (forDesign(el, design)) query.set(el.dataset.input, value(el.dataset.input));
+    });
+    return query;
+  }
+
+  function showError(message) {
+    setText("error", message);
+    piece("error").hidden = false;
+    piece("figures").hidden = true;
+  }
+
+  function show(data) {
+    piece("error").hidden = true;
+    setText("epsilon", data.epsilon_text);
+    setText("derived", data.derived.text);
+    setText("margin", data.margin_text);
+    setText("needed", data.respondents_needed_text);
+    setText("design-effect", data.design_effect_text);
+    setText("deniability", data.deniability);
+    setText("description", data.description);
+    setText("one-sided", data.one_sided_warning || "");
+    piece("one-sided").hidden = !data.one_sided;
+    piece("figures").hidden = false;
+    var input = form.elements.namedItem(data.derived.name);
+    if (input && data.derived.input) input.value = data.derived.input;
+  }
+
+  function update() {
+    var kind = value("kind");
+    if (kind !== "yes_no" && kind !== "choice") return;
+    var ticket = ++latest;
+    region.setAttribute("aria-busy", "true");
+    fetch(form.dataset.previewUrl + "?" + params().toString(), {
+      credentials: "same-origin",
+      headers: { Accept: "application/json" }
+    })
+      .then(function (response) {
+        return response.json();
+      })
+      .then(function (data) {
+        if (ticket !== latest) return; /* a newer request is on its way */
+        if (data.ok) show(data);
+        else showError(data.error);
+      })
+      .catch(function () {
+        if (ticket === latest) showError("The preview could not be updated; the server will check the values when you save.");
+      })
+      .then(function () {
+        if (ticket === latest) region.removeAttribute("aria-busy");
+      });
+  }
+
+  function schedule(event) {
+    var name = event.target && event.target.name;
+    if (name === "text" || name === "help_text" || name === "key") return;
+    arrange(); /* what is shown follows at once; only the question to the server waits */
+    clearTimeout(timer);
+    timer = setTimeout(update, DELAY);
+  }
+
+  form.addEventListener("input", schedule);
+  form.addEventListener("change", schedule);
+  arrange();
+})();

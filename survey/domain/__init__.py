@@ -1,0 +1,6 @@
+"""The survey's own rules: models, specs, the builder, submissions, tallies, lifecycle, access, exports.
+
+Everything here takes plain values and a SQLAlchemy session and leaves committing to its caller. It
+knows nothing of requests, forms or Flask (an import-linter contract in ``pyproject.toml`` holds it
+to that), so the web views, the CLI, the demo and the tests all call the same functions.
+"""

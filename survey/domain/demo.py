@@ -1,0 +1,138 @@
+"""The demo: a realistic survey of sensitive questions and a few thousand simulated respondents.
+
+Each simulated respondent has true answers drawn from stated rates, which are then randomized by
+the very mechanisms stored on the questions (``Mechanism.randomize`` samples the way the browser
+does). The true shares among the simulated respondents are kept on each question, so the results
+page can show them beside the estimates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from .models import Answer, Submission, Survey, User
+from .specs import create_survey_from_spec
+from .tallies import rebuild_tallies
+
+DEMO_SLUG = "health-and-habits"
+DEMO_USER = "demo"
+DEMO_PASSWORD = "demo-password"
+DEMO_RESPONDENTS = 3000
+
+DEMO_SPEC: dict[str, Any] = {
+    "title": "Health and habits",
+    "slug": DEMO_SLUG,
+    "introduction": (
+        "This short survey asks about things people often prefer not to tell. Your browser randomizes "
+        "each sensitive answer before anything is sent, and only the randomized answers are stored; "
+        "together they still tell us how common each thing is. Below, and on the privacy page, each "
+        "question says how much what is sent could reveal about you."
+    ),
+    "closing_message": "Your randomized answers and the date have been stored; nothing else about you was.",
+    "questions": [
+        {
+            "key": "cannabis",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you used cannabis?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+            "simulated_truth": [0.18, 0.82],
+        },
+        {
+            "key": "cheating",
+            "kind": "yes_no",
+            "text": "Have you ever cheated on a partner?",
+            "privacy": {"design": "warner", "p": 0.75},
+            "simulated_truth": [0.22, 0.78],
+        },
+        {
+            "key": "drink_driving",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you driven after drinking more than the legal limit?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.7, "yes_probability": 0.5},
+            "simulated_truth": [0.09, 0.91],
+        },
+        {
+            "key": "harassment",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you been harassed at work or in your studies?",
+            "privacy": {"design": "grr", "epsilon": 2.0},
+            "simulated_truth": [0.27, 0.73],
+        },
+        {
+            "key": "sedatives",
+            "kind": "choice",
+            "text": "How often have you taken sleeping pills or sedatives without a prescription?",
+            "options": ["Never", "Once or twice", "A few times a year", "Monthly", "Weekly or more"],
+            "privacy": {"design": "grr", "epsilon": 2.0},
+            "simulated_truth": [0.62, 0.15, 0.11, 0.08, 0.04],
+        },
+        {
+            "key": "age_group",
+            "kind": "direct",
+            "text": "What is your age group?",
+            "options": ["18–29", "30–44", "45–64", "65 or older"],
+            "simulated_truth": [0.25, 0.3, 0.3, 0.15],
+        },
+    ],
+}
+
+
+def ensure_demo_user(session: Session) -> User:
+    user = session.scalar(select(User).where(User.username == DEMO_USER))
+    if user is None:
+        user = User(username=DEMO_USER)
+        user.set_password(DEMO_PASSWORD)
+        session.add(user)
+    return user
+
+
+def simulate_respondents(session: Session, survey: Survey, respondents: int, seed: int = 2026) -> None:
+    """Insert ``respondents`` simulated submissions, randomized by each question's own mechanism.
+
+    A bulk insert rather than ``record_submission`` per respondent, so the running tallies are
+    rebuilt from the inserted rows at the end.
+    """
+    rng = np.random.default_rng(seed)
+    reported = {}
+    for q in survey.questions:
+        truth = rng.choice(len(q.options), size=respondents, p=q.simulated_truth)
+        mechanism = q.mechanism()
+        reported[q.id] = truth if mechanism is None else mechanism.randomize(truth, rng)
+        # What the estimates are compared with on the results page: the true shares among these
+        # respondents, not the rates they were drawn from (a 95% interval is about the population,
+        # but a reader checks it against the one truth there is to see).
+        q.simulated_truth = (np.bincount(truth, minlength=len(q.options)) / respondents).tolist()
+    start = dt.date.today() - dt.timedelta(days=13)
+    days = rng.integers(0, 14, size=respondents)
+    # RETURNING, not explicit ids: on PostgreSQL explicit ids would leave the id sequence behind.
+    ids = session.scalars(
+        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
+        [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
+    ).all()
+    session.execute(
+        insert(Answer),
+        [
+            {"submission_id": i, "question_id": qid, "value": int(values[j])}
+            for qid, values in reported.items()
+            for j, i in enumerate(ids)
+        ],
+    )
+    rebuild_tallies(session, survey)
+
+
+def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey:
+    """Create the demo user, survey and simulated respondents (once) and commit."""
+    existing = session.scalar(select(Survey).where(Survey.slug == DEMO_SLUG))
+    if existing is not None:
+        return existing
+    owner = ensure_demo_user(session)
+    survey = create_survey_from_spec(session, DEMO_SPEC, owner=owner)
+    session.flush()
+    simulate_respondents(session, survey, respondents)
+    session.commit()
+    return survey

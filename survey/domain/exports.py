@@ -1,0 +1,285 @@
+"""What a researcher downloads: the estimates (CSV, JSON), the randomized microdata and its codebook.
+
+The estimates are exactly those of the results page: they come from :func:`survey.domain.tallies.survey_results`
+(the running tallies and :func:`survey.privacy.estimate`), so a file can never disagree with the page. The
+microdata hold reported values only, the very codes the respondents' browsers sent; with the codebook's
+matrices they are enough to redo every estimate in R or Python. Every field is described in
+``docs/exports.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from .csvfile import ColumnType, CsvTable
+from .models import Answer, Question, Submission, Survey
+from .tallies import results_total_epsilon, survey_counts, survey_results
+
+#: The confidence level of every interval in the exports.
+LEVEL = 0.95
+
+#: The estimates CSV's columns and their types: text cells are neutralized against formulas
+#: (survey.domain.csvfile), numbers are written as numbers.
+ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
+    ("survey_slug", "text"),
+    ("question_key", "text"),
+    ("question_text", "text"),
+    ("kind", "text"),
+    ("randomized", "text"),
+    ("design", "text"),
+    ("epsilon", "number"),
+    ("n", "number"),
+    ("option_code", "number"),
+    ("option_label", "text"),
+    ("reported_count", "number"),
+    ("observed_share", "number"),
+    ("unbiased", "number"),
+    ("consistent", "number"),
+    ("standard_error", "number"),
+    ("ci_low", "number"),
+    ("ci_high", "number"),
+    ("interval_method", "text"),
+    ("simulated_truth", "number"),
+)
+ESTIMATE_COLUMNS = tuple(name for name, _ in ESTIMATE_TABLE)
+
+#: The microdata columns that precede one column per question key.
+MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
+
+#: Submissions per chunk of the streamed microdata: large enough to keep the overhead small, small
+#: enough that memory does not depend on the number of respondents.
+MICRODATA_CHUNK_ROWS = 500
+MICRODATA_BATCH_SIZE = 1000
+
+MATRIX_NOTE = (
+    "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
+    "rows are reported codes, columns are true codes, and every column sums to 1."
+)
+
+HOW_TO_ESTIMATE = {
+    "shares": (
+        "For one question, drop the empty cells of its column; n is the number left and "
+        "λ̂[r] = (number of cells holding code r) / n, for r = 0 .. k-1."
+    ),
+    "unbiased": "π̂ = Q⁻¹ λ̂ (solve Q π̂ = λ̂), with Q the question's design matrix.",
+    "covariance": (
+        "Cov(π̂) = Q⁻¹ (diag λ − λ λᵀ) Q⁻ᵀ / n with λ = λ̂, the observed shares, when π̂ has no negative "
+        "share; otherwise with λ = Q π̃, the reported shares the consistent estimate π̃ implies (so a code "
+        "nobody reported still gets a standard error above 0). The standard errors are the square roots of "
+        "its diagonal."
+    ),
+    "direct_questions": (
+        "A question asked directly has no design: its code is the answer itself (Q is the identity), so "
+        "the shares are the estimates. It is not protected and not part of total_epsilon."
+    ),
+    "consistent": (
+        "π̂ can fall below 0 or above 1. The consistent estimate of the estimates files is the "
+        "maximum-likelihood estimate over shares that are at least 0 and sum to 1; it equals π̂ when "
+        "no share of π̂ is negative."
+    ),
+}
+
+
+# -- estimates -------------------------------------------------------------------------------------
+
+
+def _epsilon_fields(epsilon: float) -> dict[str, Any]:
+    """JSON has no infinity: an infinite ε is null plus an explicit flag, never a silent null."""
+    infinite = math.isinf(epsilon)
+    return {"total_epsilon": None if infinite else epsilon, "total_epsilon_infinite": infinite}
+
+
+def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -> dict[str, Any]:
+    """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
+    counts = survey_counts(session, survey)
+    results = survey_results(session, survey, counts)
+    return {
+        "survey": {
+            "slug": survey.slug,
+            "title": survey.title,
+            "status": survey.status,
+            "simulated": survey.is_simulated,
+            "submissions": counts.submissions,
+        },
+        **_epsilon_fields(results_total_epsilon(results)),
+        "level": level,
+        "questions": [result.to_dict(level) for result in results],
+    }
+
+
+def _epsilon_cell(question: dict[str, Any]) -> float | None:
+    """Empty for a direct question, ``inf`` for a one-sided design (written by survey.domain.csvfile)."""
+    if not question["randomized"]:
+        return None
+    return math.inf if question["epsilon_infinite"] else question["epsilon"]
+
+
+def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterator[list[Any]]:
+    """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents."""
+    for q in questions:
+        design = q["design"]["design"] if q["design"] is not None else ""
+        for c in q["categories"]:
+            yield [
+                survey.slug,
+                q["key"],
+                q["text"],
+                q["kind"],
+                "true" if q["randomized"] else "false",
+                design,
+                _epsilon_cell(q),
+                q["n"],
+                c["code"],
+                c["label"],
+                c["reported"],
+                c.get("observed_share"),
+                c.get("unbiased"),
+                c.get("proportion"),
+                c.get("standard_error"),
+                c.get("ci_low"),
+                c.get("ci_high"),
+                c.get("interval_method", ""),
+                c.get("simulated_truth"),
+            ]
+
+
+def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str:
+    """The estimates as CSV text (a few rows per question, so built whole rather than streamed).
+
+    Numbers are written in their shortest exact form (``repr``), so they parse back to the very floats
+    the page was computed from; texts (question texts, option labels) are neutralized against formulas.
+    """
+    table = CsvTable(ESTIMATE_TABLE)
+    questions = [result.to_dict(level) for result in survey_results(session, survey)]
+    return table.header() + table.rows(estimate_rows(survey, questions))
+
+
+# -- microdata -------------------------------------------------------------------------------------
+
+
+def microdata_columns(survey: Survey) -> list[str]:
+    """The header: fixed columns, then one per question key in survey order (the codebook's order)."""
+    return [*MICRODATA_FIXED_COLUMNS, *(q.key for q in survey.questions)]
+
+
+def microdata_csv(
+    session: Session,
+    survey: Survey,
+    *,
+    chunk_rows: int = MICRODATA_CHUNK_ROWS,
+    batch_size: int = MICRODATA_BATCH_SIZE,
+) -> Iterator[str]:
+    """The randomized microdata as CSV text chunks, one row per submission.
+
+    The answers are read in submission order with ``yield_per``, so the database hands them over in
+    batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
+    respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
+    """
+    position = {q.id: i for i, q in enumerate(survey.questions)}
+    header = microdata_columns(survey)
+    statement = (
+        select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
+        .join(Submission, Submission.id == Answer.submission_id)
+        .where(Submission.survey_id == survey.id)
+        .order_by(Answer.submission_id)
+        .execution_options(yield_per=batch_size)
+    )
+    return _microdata_chunks(session, statement, header, position, chunk_rows)
+
+
+def _microdata_chunks(
+    session: Session, statement: Select, header: list[str], position: dict[int, int], chunk_rows: int
+) -> Iterator[str]:
+    table = CsvTable(
+        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
+        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
+    )
+    yield table.header()
+    lines: list[str] = []
+    result = session.execute(statement)
+    try:
+        for number, (_, answers) in enumerate(groupby(result, key=itemgetter(0)), start=1):
+            lines.append(table.row(_microdata_row(number, list(answers), position)))
+            if number % chunk_rows == 0:
+                yield "".join(lines)
+                lines.clear()
+    finally:
+        # Also when the client goes away mid-download: release the cursor at once.
+        result.close()
+    if lines:
+        yield "".join(lines)
+
+
+def _microdata_row(number: int, answers: list[Any], position: dict[int, int]) -> list[Any]:
+    """One submission's answers (rows of one submission id) as a CSV row; unanswered cells stay empty."""
+    cells: list[Any] = [None] * len(position)
+    for _, _, question_id, value in answers:
+        cells[position[question_id]] = value
+    return [number, answers[0][1].isoformat(), *cells]
+
+
+# -- codebook --------------------------------------------------------------------------------------
+
+
+def _design_entry(question: Question) -> dict[str, Any] | None:
+    """The frozen design as stored: the matrix the respondents' browsers sampled from."""
+    design = question.design
+    if design is None:
+        return None
+    return {
+        "name": design.mechanism_name,
+        "parameters": design.parameters,
+        "matrix": design.matrix,
+        "matrix_note": MATRIX_NOTE,
+        "epsilon": design.epsilon,
+        "epsilon_infinite": design.epsilon is None,
+    }
+
+
+def _codebook_question(question: Question) -> dict[str, Any]:
+    return {
+        "key": question.key,
+        "text": question.text,
+        "kind": question.kind,
+        "randomized": question.is_randomized,
+        "required": question.required,
+        "options": [{"code": o.code, "label": o.label} for o in question.options],
+        "design": _design_entry(question),
+        "simulated_truth": question.simulated_truth,
+    }
+
+
+def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = [
+        {"name": "submission", "type": "integer", "description": "Row number 1..N in the order stored."},
+        {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
+    ]
+    for q in survey.questions:
+        what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
+        columns.append(
+            {
+                "name": q.key,
+                "type": "integer or empty",
+                "question": q.key,
+                "description": f"The {what}; empty when the question was not answered.",
+            }
+        )
+    return columns
+
+
+def codebook(survey: Survey) -> dict[str, Any]:
+    """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
+    return {
+        "survey": {"slug": survey.slug, "title": survey.title, "status": survey.status},
+        "microdata_file": f"{survey.slug}-responses.csv",
+        "columns": _codebook_columns(survey),
+        "questions": [_codebook_question(q) for q in survey.questions],
+        **_epsilon_fields(survey.total_epsilon()),
+        "how_to_estimate": HOW_TO_ESTIMATE,
+    }

@@ -1,0 +1,366 @@
+"""The stored data: surveys, their questions and frozen designs, submissions and reported answers.
+
+What is *not* here matters as much: a submission has no IP address, no user agent, no time of day
+and no link to whoever or whatever admitted it; an answer row holds only the reported (randomized)
+category code. The true answer to a randomized question never reaches the server at all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
+
+from . import passwords
+from .base import Base
+from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
+
+KINDS = ("yes_no", "choice", "direct")
+STATUSES = ("draft", "open", "closed")
+ACCESS_MODES = ("link", "invitation")
+ROLES = ("organizer", "researcher")
+
+
+def today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
+def accepting_on(status: str, opens_on: dt.date | None, closes_on: dt.date | None, day: dt.date) -> tuple[bool, str]:
+    """Whether a survey in this state accepts a submission made on ``day``, and if not, why (in words)."""
+    if status == "draft":
+        return False, "This survey is not published yet."
+    if status == "closed":
+        return False, "This survey is closed and no longer accepts answers."
+    if opens_on is not None and day < opens_on:
+        return False, f"This survey opens on {opens_on.isoformat()}."
+    if closes_on is not None and day > closes_on:
+        return False, f"This survey closed on {closes_on.isoformat()} and no longer accepts answers."
+    return True, ""
+
+
+class User(Base):
+    """Someone who signs in: an organizer or researcher (respondents never have an account).
+
+    It offers what Flask-Login asks of a user object (``is_authenticated``, ``is_active``,
+    ``is_anonymous``, ``get_id``) itself, so that the model needs no Flask.
+    """
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(80), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+
+    surveys: Mapped[list[Survey]] = relationship(back_populates="owner")
+    memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
+    login_sessions: Mapped[list[LoginSession]] = relationship(back_populates="user", cascade="all, delete-orphan")
+
+    #: The token of the sign-in session this object was loaded for (see survey.domain.accounts); not stored.
+    session_token = None
+    #: A user object is only ever made for someone who signed in; there are no disabled accounts.
+    is_authenticated = True
+    is_active = True
+    is_anonymous = False
+
+    def get_id(self) -> str:
+        """Flask-Login's "alternative id": the cookie names one sign-in session by its random token,
+        not the user by their id, so that the server can end that session (survey.domain.accounts)."""
+        if not self.session_token:
+            raise RuntimeError(
+                "sign users in with survey.domain.accounts.start_session, which gives the session a token"
+            )
+        return self.session_token
+
+    def set_password(self, password: str) -> None:
+        """Scrypt with a random salt, or the method the app configured (:mod:`survey.domain.passwords`)."""
+        self.password_hash = passwords.hash_password(password)
+
+    def check_password(self, password: str) -> bool:
+        return passwords.check_password(self.password_hash, password)
+
+
+class Survey(Base):
+    __tablename__ = "surveys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(80), unique=True)
+    title: Mapped[str] = mapped_column(String(200))
+    introduction: Mapped[str] = mapped_column(Text, default="")
+    closing_message: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(10), default="open")
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    #: Simulated surveys (the demo) know the true shares among their simulated respondents.
+    is_simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Optional first and last day on which an open survey accepts submissions.
+    opens_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    closes_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    #: The most total ε a respondent may spend; a survey over it cannot be opened.
+    epsilon_cap: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Planning figures the organizer works with (margins shown at this many respondents).
+    expected_respondents: Mapped[int] = mapped_column(Integer, default=DEFAULT_RESPONDENTS)
+    target_margin: Mapped[float] = mapped_column(Float, default=DEFAULT_TARGET_MARGIN)
+    #: "link": anyone with the link may answer; "invitation": a single-use code is needed.
+    access: Mapped[str] = mapped_column(String(12), default="link")
+
+    owner: Mapped[User | None] = relationship(back_populates="surveys")
+    questions: Mapped[list[Question]] = relationship(
+        back_populates="survey", order_by="Question.position", cascade="all, delete-orphan"
+    )
+    memberships: Mapped[list[Membership]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+    invitations: Mapped[list[Invitation]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "open"
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == "draft"
+
+    def accepting_on(self, day: dt.date) -> tuple[bool, str]:
+        """Whether a submission made on ``day`` is accepted, and if not, why (in words)."""
+        return accepting_on(self.status, self.opens_on, self.closes_on, day)
+
+    @property
+    def randomized_questions(self) -> list[Question]:
+        return [q for q in self.questions if q.is_randomized]
+
+    @property
+    def direct_questions(self) -> list[Question]:
+        return [q for q in self.questions if not q.is_randomized]
+
+    def total_epsilon(self) -> float:
+        """What one respondent spends across the randomized questions (basic composition; direct
+        questions are not protected and not part of it): a property of the designs alone."""
+        return total_epsilon(q.mechanism() for q in self.randomized_questions)
+
+
+class Membership(Base):
+    """A user's role on a survey they do not own: co-organizer, or researcher (results only).
+
+    A membership offered by someone else is ``pending`` until the invited user accepts it: until then
+    it grants nothing (survey.domain.access ignores it) and the survey is not in the invitee's list, so nobody
+    can put a survey (and its texts and files) in front of another user without their consent.
+    """
+
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("survey_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(12))
+    pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    survey: Mapped[Survey] = relationship(back_populates="memberships")
+    user: Mapped[User] = relationship(back_populates="memberships")
+
+
+class LoginSession(Base):
+    """One signed-in session: what a session cookie's token refers to, so the server can end it.
+
+    Only a SHA-256 hash of the random token is kept (a copy of the database does not let anyone sign
+    in), with the day the session began; no address, no browser, no time of day.
+    """
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+
+    user: Mapped[User] = relationship(back_populates="login_sessions")
+
+
+class Invitation(Base):
+    """A single-use code that admits one submission.
+
+    It records only *that* it was used: not when, and not which submission it admitted (the
+    submission row has no reference to it either), so codes cannot be lined up with responses.
+    """
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    code: Mapped[str] = mapped_column(String(40), unique=True)
+    used: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    survey: Mapped[Survey] = relationship(back_populates="invitations")
+
+
+class Question(Base):
+    __tablename__ = "questions"
+    __table_args__ = (UniqueConstraint("survey_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    #: A short stable name, used in the API, the exports and the form field names.
+    key: Mapped[str] = mapped_column(String(40))
+    kind: Mapped[str] = mapped_column(String(10))
+    text: Mapped[str] = mapped_column(Text)
+    help_text: Mapped[str] = mapped_column(Text, default="")
+    required: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: For a simulated survey (the demo) only: the true shares among its simulated respondents (a spec
+    #: gives the rates to draw them from; the simulation replaces them by the shares it drew).
+    simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+
+    survey: Mapped[Survey] = relationship(back_populates="questions")
+    # "selectin": a survey's questions arrive with their options and designs in three queries in
+    # all, instead of two more per question.
+    options: Mapped[list[Option]] = relationship(
+        back_populates="question", order_by="Option.code", cascade="all, delete-orphan", lazy="selectin"
+    )
+    design: Mapped[Design | None] = relationship(
+        back_populates="question", uselist=False, cascade="all, delete-orphan", lazy="selectin"
+    )
+
+    @property
+    def is_randomized(self) -> bool:
+        return self.kind != "direct"
+
+    @property
+    def labels(self) -> list[str]:
+        return [o.label for o in self.options]
+
+    def mechanism(self) -> Mechanism | None:
+        """The frozen mechanism, rebuilt from (and checked against) the stored matrix."""
+        return None if self.design is None else self.design.mechanism()
+
+
+class Option(Base):
+    __tablename__ = "options"
+    __table_args__ = (UniqueConstraint("question_id", "code"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"))
+    #: The value reported and stored: 0..k-1, the row/column of the design's matrix.
+    code: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(200))
+
+    question: Mapped[Question] = relationship(back_populates="options")
+
+
+class Design(Base):
+    """A randomized question's mechanism, frozen when the survey was created open.
+
+    Both the parameters and the matrix are stored: the parameters to show and to re-create the
+    design, the matrix because it is what respondents' browsers sampled from. Loading checks that
+    the two still agree.
+    """
+
+    __tablename__ = "designs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), unique=True)
+    mechanism_name: Mapped[str] = mapped_column(String(40))
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON)
+    matrix: Mapped[list[list[float]]] = mapped_column(JSON)
+    #: None when ε is infinite (one-sided deniability).
+    epsilon: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    question: Mapped[Question] = relationship(back_populates="design")
+
+    @classmethod
+    def from_mechanism(cls, mechanism: Mechanism) -> Design:
+        spec = mechanism.to_dict()
+        return cls(
+            mechanism_name=mechanism.design,
+            parameters={k: v for k, v in spec.items() if k not in ("design", "labels", "matrix", "epsilon")},
+            matrix=spec["matrix"],
+            epsilon=spec["epsilon"],
+        )
+
+    def mechanism(self) -> Mechanism:
+        return mechanism_from_dict(
+            {
+                "design": self.mechanism_name,
+                **self.parameters,
+                "labels": self.question.labels,
+                "matrix": self.matrix,
+            }
+        )
+
+
+class Submission(Base):
+    """One respondent's submission: which survey and on what day. Nothing else, on purpose."""
+
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    submitted_on: Mapped[dt.date] = mapped_column(Date, default=today)
+
+    answers: Mapped[list[Answer]] = relationship(back_populates="submission", cascade="all, delete-orphan")
+
+
+class Answer(Base):
+    """A reported value: for a randomized question, the browser's random draw, never the truth."""
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        UniqueConstraint("submission_id", "question_id"),
+        Index("ix_answers_question_value", "question_id", "value"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"))
+    value: Mapped[int] = mapped_column(Integer)
+
+    submission: Mapped[Submission] = relationship(back_populates="answers")
+
+
+#: Running tallies are split over this many rows per counted cell. Concurrent submissions add to a
+#: randomly chosen shard, so on PostgreSQL two of them wait for each other's row lock only when they
+#: pick the same shard; readers sum the shards (at most SHARDS × cells rows, whatever the number of
+#: respondents).
+TALLY_SHARDS = 16
+
+
+class AnswerTally(Base):
+    """How many times a question's reported value was stored: a running count for the estimates.
+
+    Kept in the very transaction that stores the answers (see :mod:`survey.domain.submissions`), so it is
+    exactly the GROUP BY count of the answers at every commit; :mod:`survey.domain.tallies` can recount and
+    compare. Like an answer, a row holds no trace of who reported what or when.
+    """
+
+    __tablename__ = "answer_tallies"
+
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+
+
+class SubmissionTally(Base):
+    """How many submissions a survey has stored: the running count beside :class:`AnswerTally`."""
+
+    __tablename__ = "submission_tallies"
+
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)

@@ -1,0 +1,386 @@
+"""Recording one respondent's submission: check every reported value, then write it in one go.
+
+Values arrive already randomized by the respondent's browser. Each is checked against the frozen
+design (a known question, a code inside its domain, each question at most once, required questions
+present, the survey open); anything wrong refuses the whole submission and writes nothing.
+
+This is the path that runs once per respondent, so it is built for throughput. What a submission is
+checked against (the questions of a published survey) cannot change any more, so it is read once
+and kept (:class:`SubmissionForm`); what can change (open or closed, the dates, link or invitation)
+is checked by the write itself, atomically, and read back only to say why a submission was refused.
+On PostgreSQL the write is one statement; a submission costs one round trip to the database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import random
+import re
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, TextClause, bindparam, func, select, text
+from sqlalchemy.orm import Session, scoped_session
+
+from .errors import Conflict, DomainError, Forbidden
+from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize
+from .models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
+
+ANSWERS = ("answers",)
+
+
+def _code(value: Any, key: str, k: int) -> int:
+    where = (*ANSWERS, key)
+    if isinstance(value, bool):
+        raise DomainError(f"question {key!r}: the answer must be an option code, not {value!r}", path=where)
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise DomainError(
+            f"question {key!r}: the answer must be an option code 0 to {k - 1}, got {value!r}", path=where
+        )
+    if not 0 <= value < k:
+        raise DomainError(f"question {key!r}: {value} is not one of its option codes 0 to {k - 1}", path=where)
+    return value
+
+
+@dataclass(frozen=True)
+class Field:
+    """What checking one answer needs to know of its question."""
+
+    id: int
+    key: str
+    required: bool
+    options: int
+
+
+@dataclass(frozen=True)
+class SubmissionForm:
+    """What a submission to a published survey is checked against: its questions, frozen since it
+    opened. ``access`` is as last seen; the write checks it again."""
+
+    survey_id: int
+    slug: str
+    access: str
+    fields: tuple[Field, ...]
+
+
+#: slug → form, kept by the caller (the app keeps one per process); only published surveys enter.
+FormCache = MutableMapping[str, SubmissionForm]
+FORM_CACHE_SIZE = 1000
+
+#: Built once: constructing a select() costs more than running it through the compiled cache.
+_FORM_QUERY = (
+    select(
+        Survey.id,
+        Survey.status,
+        Survey.access,
+        Question.id,
+        Question.key,
+        Question.required,
+        func.count(Option.id),
+    )
+    .outerjoin(Question, Question.survey_id == Survey.id)
+    .outerjoin(Option, Option.question_id == Question.id)
+    .where(Survey.slug == bindparam("slug"))
+    .group_by(Survey.id, Question.id)
+    .order_by(Question.position)
+)
+
+
+def submission_form(session: Session, slug: str, cache: FormCache | None = None) -> SubmissionForm | None:
+    """The form of survey ``slug``; None if there is no such survey or it is a draft (which
+    respondents cannot see). One query the first time, none after that when ``cache`` is given:
+    a published survey's questions, options and requirements never change."""
+    if cache is not None and (form := cache.get(slug)) is not None:
+        return form
+    rows = session.execute(_FORM_QUERY, {"slug": slug}).all()
+    if not rows or rows[0][1] == "draft":
+        return None
+    survey_id, _, access = rows[0][:3]
+    form = SubmissionForm(survey_id, slug, access, tuple(Field(*row[3:]) for row in rows if row[3] is not None))
+    if cache is not None:
+        if len(cache) >= FORM_CACHE_SIZE:
+            cache.clear()
+        cache[slug] = form
+    return form
+
+
+def _in_transaction(session: Session) -> bool:
+    """Whether the session has begun a transaction, without creating a scoped session to ask."""
+    if isinstance(session, scoped_session):
+        return session.registry.has() and session().in_transaction()
+    return session.in_transaction()
+
+
+@dataclass(frozen=True)
+class SurveyState:
+    """What can change while a survey runs, read when a submission was refused, to say why."""
+
+    status: str
+    opens_on: dt.date | None
+    closes_on: dt.date | None
+    access: str
+
+    def refusal(self, day: dt.date) -> Conflict | None:
+        accepting, reason = accepting_on(self.status, self.opens_on, self.closes_on, day)
+        return None if accepting else Conflict(reason)
+
+
+def survey_state(session: Session, survey_id: int) -> SurveyState:
+    row = session.execute(
+        select(Survey.status, Survey.opens_on, Survey.closes_on, Survey.access).where(Survey.id == survey_id)
+    ).one()
+    return SurveyState(*row)
+
+
+def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> dict[int, int]:
+    """Map question id → reported code, or raise DomainError at the first problem's path."""
+    if not isinstance(answers, Mapping):
+        raise DomainError("answers must be an object mapping question keys to option codes", path=ANSWERS)
+    known = {f.key for f in fields}
+    unknown = sorted(key for key in answers if key not in known)
+    if unknown:
+        raise DomainError(
+            f"unknown question {unknown[0]!r}: this survey has no such question", path=(*ANSWERS, unknown[0])
+        )
+    values: dict[int, int] = {}
+    for field in fields:
+        raw = answers.get(field.key)
+        if raw is None or raw == "":
+            if field.required:
+                raise DomainError(f"question {field.key!r} is required: please answer it", path=(*ANSWERS, field.key))
+            continue
+        values[field.id] = _code(raw, field.key, field.options)
+    if not values:
+        raise DomainError("the submission has no answers", path=ANSWERS)
+    return values
+
+
+def record_submission(
+    session: Session,
+    form: SubmissionForm,
+    answers: Mapping[str, Any],
+    invitation: str | None = None,
+    cache: FormCache | None = None,
+) -> None:
+    """Validate and store one submission atomically; commit on success, or raise DomainError.
+
+    Refusals come in this order: a survey that does not accept submissions today (409), then a
+    survey by invitation without a usable code (403), and only then anything about the answers
+    (400). Whoever may not answer a survey by invitation so learns nothing about its questions, not
+    even their keys. A survey by link costs no read for this: the write itself checks that the
+    survey is open and still by link, and the state is read only when something was refused.
+
+    For a survey by invitation, ``invitation`` is claimed by the same statement (PostgreSQL) or
+    transaction (SQLite) that stores the submission, so a code is used up exactly when a submission
+    is stored. Nothing links the two afterwards.
+    """
+    day = today()
+    access = form.access
+    if access == "invitation":  # a code is worth a read: is the survey open, then is the code good
+        access = admit(session, form.survey_id, invitation, day).access
+    try:
+        values = validate_answers(form.fields, answers)
+    except DomainError:
+        if form.access != "invitation":  # the form's access is as last seen: the survey may need a code now
+            admit(session, form.survey_id, invitation, day)
+        raise
+    try:
+        for _ in range(2):
+            code = normalize(invitation) if access == "invitation" else None
+            if write_submission(session, form, day, values, access, code):
+                if _in_transaction(session):  # otherwise the statement committed on its own
+                    session.commit()
+                return
+            # Nothing was written: the survey changed since we last looked, or the code was used
+            # by a submission racing this one. Read what is true now to say which.
+            session.rollback()
+            state = _refuse_if_closed(session, form.survey_id, day)
+            if state.access == access:
+                if code is not None:
+                    raise Forbidden(USED_MESSAGE, path=INVITATION)
+                break
+            access = state.access  # switched between link and invitation: once more, the new way
+            if access == "invitation":
+                check_code(session, form.survey_id, invitation)
+            if cache is not None:
+                cache[form.slug] = dataclasses.replace(form, access=access)
+        raise Conflict("The survey changed while your answers were sent; please send them again.")
+    except Exception:
+        session.rollback()
+        raise
+
+
+def admit(session: Session, survey_id: int, invitation: str | None, day: dt.date) -> SurveyState:
+    """The survey's state if a submission may be made now with ``invitation``; otherwise raise
+    DomainError: 409 when the survey does not accept submissions on ``day``, 403 when it is by
+    invitation and the code is missing, unknown, for another survey or used. One read, two for a
+    survey by invitation."""
+    state = _refuse_if_closed(session, survey_id, day)
+    if state.access == "invitation":
+        check_code(session, survey_id, invitation)
+    return state
+
+
+def _refuse_if_closed(session: Session, survey_id: int, day: dt.date) -> SurveyState:
+    state = survey_state(session, survey_id)
+    refusal = state.refusal(day)
+    if refusal is not None:
+        raise refusal
+    return state
+
+
+def write_submission(
+    session: Session,
+    form: SubmissionForm,
+    day: dt.date,
+    values: Mapping[int, int],
+    access: str = "link",
+    claim_code: str | None = None,
+) -> bool:
+    """Insert one checked submission (question id → code) and count it, if and only if the survey
+    accepts it at this moment; returns whether it was stored. Part of the session's transaction if
+    it has one; otherwise, on PostgreSQL, a statement committed on its own.
+
+    "Accepts" is decided by the database, atomically with the insert: the survey is open, ``day``
+    lies within its dates, its access is ``access``, and (with ``claim_code``) that unused code of
+    the survey could be marked used; of two submissions racing with one code, one gets it. A shard
+    of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in question order, so
+    concurrent submissions seldom wait for one another and never deadlock.
+    """
+    params: dict[str, Any] = {
+        "survey_id": form.survey_id,
+        "slug": form.slug,
+        "access": access,
+        "shard": random.randrange(TALLY_SHARDS),
+    }
+    for i, (question_id, code) in enumerate(sorted(values.items())):
+        params[f"q{i}"], params[f"v{i}"] = question_id, code
+    engine = session.get_bind()
+    dialect = engine.dialect.name
+    if dialect == "postgresql":
+        # The driver's own cursor: the statement is fixed text, and SQLAlchemy's execution layer
+        # (and, outside a transaction, the session's) would cost more than the database spends on it.
+        params.update(day=day, code=claim_code)
+        statement = _postgresql_write(len(values), claim_code is not None)
+        if _in_transaction(session):
+            with session.connection().connection.driver_connection.cursor() as cursor:
+                cursor.execute(statement, params)
+                return cursor.fetchone() is not None
+        with autocommit_cursor(engine) as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchone() is not None
+    if dialect != "sqlite":  # pragma: no cover - the app supports these two
+        raise RuntimeError(f"submissions need PostgreSQL or SQLite, not {dialect}")
+    connection = session.connection()
+    params["day"] = day.isoformat()
+    if claim_code is not None and not claim(session, form.survey_id, claim_code):
+        return False
+    insert_submission, insert_answers, count_answers, count_submission = _sqlite_writes(len(values))
+    params["submission_id"] = connection.execute(insert_submission, params).scalar()
+    if params["submission_id"] is None:
+        return False
+    for statement in (insert_answers, count_answers, count_submission):
+        connection.execute(statement, params)
+    return True
+
+
+@contextlib.contextmanager
+def autocommit_cursor(engine: Engine) -> Iterator[Any]:
+    """A driver cursor on a pooled connection in autocommit, for one self-contained statement.
+
+    For the submission path on PostgreSQL: its single statement is atomic on its own, and taking the
+    connection straight from the pool skips the ORM session's transaction bookkeeping, which cost
+    more than the statement itself. The connection goes back to the pool as it came (autocommit off).
+    """
+    pooled = engine.raw_connection()
+    driver = pooled.driver_connection
+    try:
+        driver.autocommit = True
+        with driver.cursor() as cursor:
+            yield cursor
+    finally:
+        if driver.closed or getattr(driver, "broken", False):
+            pooled.invalidate()  # the database went away: discard it, as SQLAlchemy would
+        else:
+            driver.autocommit = False
+        pooled.close()
+
+
+def _rows(template: str, n: int) -> str:
+    return ", ".join(template.format(i=i) for i in range(n))
+
+
+#: The survey accepts submissions: the same rule as :func:`survey.domain.models.accepting_on`, in SQL
+#: (tests/test_tallies.py checks that the two agree).
+_ACCEPTING = """SELECT id FROM surveys
+    WHERE id = {survey_id} AND slug = {slug} AND access = {access} AND status = 'open'
+      AND (opens_on IS NULL OR opens_on <= {day}) AND (closes_on IS NULL OR closes_on >= {day})"""
+_COUNT_CONFLICT = "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + 1"
+_COUNT_SUBMISSION_CONFLICT = "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + 1"
+
+
+@functools.cache
+def _postgresql_write(n: int, claiming: bool) -> str:
+    """One statement, so one round trip and atomic on its own: data-modifying CTEs check that the
+    survey accepts, claim the code (if any), insert the submission and its answers, and add to both
+    tallies. Everything hangs on the new submission's row: if any check fails, nothing is written.
+    Placeholders are psycopg's (``%(name)s``)."""
+    accepting = _ACCEPTING.format(
+        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
+    )
+    if claiming:
+        source = """claimed AS (
+    UPDATE invitations SET used = true
+    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
+), new_submission AS (
+    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM claimed RETURNING id
+)"""
+    else:
+        source = """new_submission AS (
+    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM accepting RETURNING id
+)"""
+    reported = _rows("(CAST(%(q{i})s AS INTEGER), CAST(%(v{i})s AS INTEGER))", n)
+    return f"""WITH accepting AS (
+    {accepting}
+), {source}, reported (question_id, value) AS (
+    VALUES {reported}
+), new_answers AS (
+    INSERT INTO answers (submission_id, question_id, value)
+    SELECT new_submission.id, reported.question_id, reported.value FROM new_submission, reported
+), counted AS (
+    INSERT INTO answer_tallies (question_id, value, shard, count)
+    SELECT reported.question_id, reported.value, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission, reported
+    {_COUNT_CONFLICT}
+)
+INSERT INTO submission_tallies (survey_id, shard, count)
+SELECT %(survey_id)s, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission
+{_COUNT_SUBMISSION_CONFLICT}
+RETURNING 1"""
+
+
+@functools.cache
+def _sqlite_writes(n: int) -> tuple[TextClause, ...]:
+    accepting = _ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=":day")
+    return (
+        text(f"INSERT INTO submissions (survey_id, submitted_on) SELECT id, :day FROM ({accepting}) RETURNING id"),
+        text(
+            "INSERT INTO answers (submission_id, question_id, value) VALUES "
+            + _rows("(:submission_id, :q{i}, :v{i})", n)
+        ),
+        text(
+            "INSERT INTO answer_tallies (question_id, value, shard, count) VALUES "
+            + _rows("(:q{i}, :v{i}, :shard, 1)", n)
+            + " "
+            + _COUNT_CONFLICT
+        ),
+        text(
+            "INSERT INTO submission_tallies (survey_id, shard, count) VALUES (:survey_id, :shard, 1) "
+            + _COUNT_SUBMISSION_CONFLICT
+        ),
+    )

@@ -1,0 +1,210 @@
+"""Counting reported values and turning the counts into estimates.
+
+Estimates read running tallies (``answer_tallies``, ``submission_tallies``) that every submission
+adds to in its own transaction (:func:`survey.domain.submissions.write_submission`), so the counts of a
+survey cost a read of at most ``TALLY_SHARDS × cells`` rows whether it has ten respondents or ten
+million. The tallies must always equal a GROUP BY over the stored answers; :func:`recount` computes that GROUP BY and
+:func:`tally_mismatches` compares the two (the tests and ``flask --app survey recount`` use them).
+Nothing here ever loads individual responses into Python.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, literal, select, text, union_all
+from sqlalchemy.orm import Session
+
+from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
+
+from .models import Answer, AnswerTally, Question, Submission, SubmissionTally, Survey
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A survey's counts at one moment: submissions, and per question id the count of each code."""
+
+    submissions: int
+    by_question: dict[int, np.ndarray]
+
+
+def _empty_counts(survey: Survey) -> dict[int, np.ndarray]:
+    return {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions}
+
+
+def survey_counts(session: Session, survey: Survey) -> Counts:
+    """The running tallies, summed over shards, read in one statement (so the submission count and
+    the answer counts come from the same snapshot)."""
+    answers = (
+        select(AnswerTally.question_id, AnswerTally.value, func.sum(AnswerTally.count))
+        .join(Question, Question.id == AnswerTally.question_id)
+        .where(Question.survey_id == survey.id)
+        .group_by(AnswerTally.question_id, AnswerTally.value)
+    )
+    submissions = select(literal(None), literal(None), func.sum(SubmissionTally.count)).where(
+        SubmissionTally.survey_id == survey.id
+    )
+    counts = _empty_counts(survey)
+    total = 0
+    for question_id, value, count in session.execute(union_all(answers, submissions)):
+        if question_id is None:
+            total = int(count or 0)
+        elif question_id in counts and 0 <= value < len(counts[question_id]):
+            counts[question_id][value] = int(count)
+    return Counts(total, counts)
+
+
+def submission_count(session: Session, survey: Survey) -> int:
+    """How many submissions the survey has stored (from the running tally)."""
+    total = session.scalar(select(func.sum(SubmissionTally.count)).where(SubmissionTally.survey_id == survey.id))
+    return int(total or 0)
+
+
+# -- keeping the tallies ---------------------------------------------------------------------------
+
+
+def recount(session: Session, survey: Survey) -> Counts:
+    """The counts by GROUP BY over the stored submissions and answers: what the tallies must equal."""
+    counts = _empty_counts(survey)
+    rows = session.execute(
+        select(Answer.question_id, Answer.value, func.count())
+        .join(Question, Question.id == Answer.question_id)
+        .where(Question.survey_id == survey.id)
+        .group_by(Answer.question_id, Answer.value)
+    )
+    for question_id, value, count in rows:
+        counts[question_id][value] = count
+    total = session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
+    return Counts(int(total or 0), counts)
+
+
+def tally_mismatches(session: Session, survey: Survey) -> list[str]:
+    """Where the running tallies differ from a recount, in words; empty when they agree."""
+    kept, counted = survey_counts(session, survey), recount(session, survey)
+    problems = []
+    if kept.submissions != counted.submissions:
+        problems.append(f"submissions: tally {kept.submissions}, recount {counted.submissions}")
+    for q in survey.questions:
+        a, b = kept.by_question[q.id], counted.by_question[q.id]
+        if not np.array_equal(a, b):
+            problems.append(f"question {q.key!r}: tally {a.tolist()}, recount {b.tolist()}")
+    return problems
+
+
+def rebuild_tallies(session: Session, survey: Survey) -> None:
+    """Replace the survey's tallies by a recount (after a bulk load; to repair). The caller commits.
+
+    On PostgreSQL new submissions are held off first, so a submission committing meanwhile is either
+    in the recount or adds to the rebuilt tally, never both and never neither. The rebuild locks one
+    table, ``submissions``, which every submission writes (SHARE ROW EXCLUSIVE: readers go on,
+    writers wait). One table, not the tally tables themselves: a submission's single statement takes
+    its table locks in an order PostgreSQL chooses (a prepared plan takes them in another order than
+    a freshly parsed one), so locking two tables could interleave with a submission holding the
+    second and wanting the first, a deadlock. A submission waiting for this lock holds no row locks
+    yet (every table lock of a statement is taken before it runs), and the rebuild needs no lock a
+    submission's table locks conflict with, so no cycle can form. SQLite has one writer at a time.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"LOCK TABLE {Submission.__tablename__} IN SHARE ROW EXCLUSIVE MODE"))
+    question_ids = select(Question.id).where(Question.survey_id == survey.id).scalar_subquery()
+    session.execute(delete(AnswerTally).where(AnswerTally.question_id.in_(question_ids)))
+    session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey.id))
+    counted = recount(session, survey)
+    rows = [
+        {"question_id": qid, "value": code, "shard": 0, "count": int(c)}
+        for qid, counts in counted.by_question.items()
+        for code, c in enumerate(counts)
+        if c
+    ]
+    if rows:
+        session.execute(AnswerTally.__table__.insert(), rows)
+    if counted.submissions:
+        session.execute(
+            SubmissionTally.__table__.insert(), [{"survey_id": survey.id, "shard": 0, "count": counted.submissions}]
+        )
+
+
+# -- estimates -------------------------------------------------------------------------------------
+
+
+@dataclass
+class QuestionResult:
+    """One question's counts and, once someone answered it, its estimate."""
+
+    question: Question
+    mechanism: Mechanism
+    counts: np.ndarray
+    estimate: Estimate | None
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def randomized(self) -> bool:
+        return self.question.is_randomized
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        q = self.question
+        eps = self.mechanism.epsilon if self.randomized else None
+        low, high = self.estimate.ci(level) if self.estimate is not None else (None, None)
+        categories = []
+        for code, label in enumerate(q.labels):
+            item: dict[str, Any] = {"code": code, "label": label, "reported": int(self.counts[code])}
+            if self.estimate is not None:
+                e = self.estimate
+                item.update(
+                    observed_share=float(e.observed[code]),
+                    unbiased=float(e.unbiased[code]),
+                    proportion=float(e.proportions[code]),
+                    standard_error=float(e.standard_errors[code]),
+                    ci_low=float(low[code]),
+                    ci_high=float(high[code]),
+                    interval_method=e.interval_methods[code],
+                )
+            if q.simulated_truth is not None:
+                item["simulated_truth"] = q.simulated_truth[code]
+            categories.append(item)
+        return {
+            "key": q.key,
+            "text": q.text,
+            "kind": q.kind,
+            "randomized": self.randomized,
+            "n": self.n,
+            "epsilon": None if eps is None or math.isinf(eps) else eps,
+            "epsilon_infinite": eps is not None and math.isinf(eps),
+            "design": self.mechanism.to_dict() if self.randomized else None,
+            "level": level,
+            "categories": categories,
+        }
+
+
+def question_mechanism(question: Question) -> Mechanism:
+    """The frozen design of a randomized question; the identity for a direct one.
+
+    With the identity matrix the estimator reduces to the plain shares with Wilson intervals, which
+    is exactly what a directly asked question should get.
+    """
+    mechanism = question.mechanism()
+    if mechanism is None:
+        mechanism = Mechanism(np.eye(len(question.options)), labels=question.labels)
+    return mechanism
+
+
+def survey_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[QuestionResult]:
+    """Every question's counts and estimate; ``counts`` defaults to the running tallies read now."""
+    by_question = (counts or survey_counts(session, survey)).by_question
+    results = []
+    for q in survey.questions:
+        mech = question_mechanism(q)
+        c = by_question[q.id]
+        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
+    return results
+
+
+def results_total_epsilon(results: list[QuestionResult]) -> float:
+    """The survey's total ε from mechanisms already built for its results (saves rebuilding them)."""
+    return total_epsilon(r.mechanism for r in results if r.randomized)

@@ -1,0 +1,124 @@
+"""Plain words for what a design does to an answer and what its ε means to a respondent.
+
+Every figure in these sentences comes from the privacy core (the matrix, ε, the posterior bounds),
+so the page can never promise more than the mechanism delivers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from survey.privacy import Mechanism, mechanism_posterior_bounds, posterior_bounds
+from survey.privacy.designs import DESIGNS
+
+
+def percent(x: float) -> str:
+    """62%, 0.5%, 99.9%: whole percents unless that would round a real chance to 0 or 100."""
+    value = 100 * x
+    if value == 0 or value == 100 or 1 <= value <= 99:
+        return f"{value:.0f}%"
+    return f"{value:.1f}%"
+
+
+def _rounded(x: float, direction: int) -> str:
+    """``x`` as a percentage written like :func:`percent`, but rounded up (``direction`` 1) or down
+    (-1) instead of to the nearest, so that a bound shown as "at most" or "at least" stays true."""
+    value = 100 * x
+    if value in (0.0, 100.0):
+        return f"{value:.0f}%"
+    step = math.ceil if direction > 0 else math.floor
+    if 1 <= value <= 99:
+        return f"{step(value - direction * 1e-9):.0f}%"
+    return f"{step(10 * value - direction * 1e-9) / 10:.1f}%"
+
+
+def percent_at_most(x: float) -> str:
+    """A percentage that is never below ``x``: what an upper bound may be shown as ("at most 76%")."""
+    return _rounded(x, 1)
+
+
+def percent_at_least(x: float) -> str:
+    """A percentage that is never above ``x``: what a lower bound may be shown as ("at least 24%")."""
+    return _rounded(x, -1)
+
+
+def epsilon_text(epsilon: float | None) -> str:
+    if epsilon is None or math.isinf(epsilon):
+        return "∞"
+    return f"{epsilon:.2f}"
+
+
+def describe_design(mechanism: Mechanism) -> str:
+    """What the respondent's browser does with their answer, in one or two sentences (the registry's
+    words for the design; a custom matrix gets a general sentence)."""
+    design = DESIGNS.get(mechanism.design)
+    if design is not None:
+        return design.words(mechanism, percent)
+    return "Before anything is sent, your browser replaces your answer by a random draw that depends on it."
+
+
+def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
+    """“Someone who was 50% sure you answered yes can become at most 75% sure.”"""
+    if mechanism.k == 2 and mechanism.labels == ("yes", "no"):
+        low_yes, high_yes = mechanism_posterior_bounds(mechanism, prior, 0)
+        reveals_yes, reveals_no = high_yes >= 1.0 - 1e-12, low_yes <= 1e-12
+        if reveals_yes or reveals_no:
+            exposed, safe = ("yes", "no") if reveals_yes else ("no", "yes")
+            return (
+                f"Warning: only a “{safe}” is protected. Some of what your browser sends can only come from "
+                f"a true “{exposed}”, so a “{exposed}” can be given away."
+            )
+        return (
+            f"Someone who was {percent(prior)} sure you would answer “yes” can, after seeing what is sent, "
+            f"become {_at_most(high_yes)} sure (and at least {percent_at_least(low_yes)})."
+        )
+    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    if high >= 1.0 - 1e-12:
+        return "Warning: some options are not protected: what is sent can reveal them."
+    return (
+        f"Someone who was {percent(prior)} sure which option you would pick can, after seeing what is sent, "
+        f"become {_at_most(high)} sure."
+    )
+
+
+def total_deniability_sentence(epsilon: float) -> str:
+    """What a survey's total ε means: how far everything one respondent sends can move a belief.
+
+    With ε-differential privacy over all the randomized answers together, the odds of any statement
+    about a respondent's true answers can grow at most e^ε-fold, whatever an observer knew before.
+    """
+    if epsilon <= 0:
+        return "No question in this survey is randomized, so no answer is protected by randomization."
+    if math.isinf(epsilon):
+        return (
+            "At least one question protects only some of its answers, so there is no overall limit: what your "
+            "browser sends for that question can give the others away."
+        )
+    even, rare = (_at_most(posterior_bounds(epsilon, prior)[1]) for prior in (0.5, 0.1))
+    return (
+        f"Someone who was {percent(0.5)} sure of something about your true answers taken together (for example, that "
+        f"you answered “yes” to at least one of the randomized questions) can, after seeing everything your browser "
+        f"sends, become {even} sure; someone who was {percent(0.1)} sure can become {rare} sure."
+    )
+
+
+def _at_most(belief: float) -> str:
+    """Words for an upper bound on a belief: "at most 76%", rounded up so that it stays true."""
+    text = percent_at_most(belief)
+    return "almost 100%" if belief < 1 and text.startswith("100") else f"at most {text}"
+
+
+#: Promises no randomized-response survey can keep: a report always shifts what an observer may
+#: believe (by up to e^ε in the odds), and a survey with a large total ε can make them almost sure.
+#: Pages state the bounds computed from the survey's own numbers instead.
+OVERCLAIMS = re.compile(
+    r"\b(nobody|no one|not even (us|the)|can(no|'|’)?t (ever )?know|impossible to (know|tell)|"
+    r"(completely|fully|totally|perfectly|100%) (anonymous|private|safe|secret))\b",
+    re.IGNORECASE,
+)
+
+
+def overclaims(text: str) -> list[str]:
+    """The phrases in ``text`` that promise more secrecy than randomized response gives."""
+    return [match.group(0) for match in OVERCLAIMS.finditer(text or "")]

@@ -1,0 +1,158 @@
+"""What more than one blueprint needs: domain errors onto forms and into JSON, and shared template
+helpers. Blueprints import from here, never from one another.
+
+A :class:`~survey.domain.errors.DomainError` says where it belongs by its ``path``; a form maps paths
+to its inputs with a small table (:class:`FormErrors`), and a JSON error carries the path as is. No
+message is ever read to find its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+from flask import Flask, Response, flash, jsonify, redirect, url_for
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
+
+from survey.domain.errors import DomainError, Path
+from survey.domain.models import Membership, Survey, User
+from survey.domain.sharing import SurveyAccess, invitations_for, survey_access
+from survey.platform.extensions import db
+from survey.platform.security import MESSAGES, error_response
+
+#: In a path pattern, matches any one key or index.
+ANY = "*"
+
+
+def _matches(pattern: tuple[Any, ...], path: Path) -> bool:
+    return len(pattern) <= len(path) and all(p == ANY or p == x for p, x in zip(pattern, path, strict=False))
+
+
+def field_for_path(path: Path, table: Mapping[tuple[Any, ...], str | None]) -> str | None:
+    """The input ``path`` belongs to: the value of the longest pattern in ``table`` that starts the
+    path (``ANY`` matching any element), or None (the form as a whole)."""
+    best: tuple[Any, ...] | None = None
+    for pattern in table:
+        if _matches(pattern, path) and (best is None or len(pattern) > len(best)):
+            best = pattern
+    return table[best] if best is not None else None
+
+
+class FormErrors:
+    """For a Flask-WTF form: put a domain error next to the input its path maps to.
+
+    ``error_paths`` maps path patterns to input names; by default a path whose first element is an
+    input of the form goes to that input, and anything else to ``default_field`` (or the form as a
+    whole when that is None). Subclasses extend the table, or compute it (:meth:`paths`)."""
+
+    error_paths: ClassVar[dict[tuple[Any, ...], str | None]] = {}
+    default_field: ClassVar[str | None] = None
+
+    def paths(self) -> dict[tuple[Any, ...], str | None]:
+        return self.error_paths
+
+    def field_for(self, path: Path) -> str | None:
+        table = self.paths()
+        if any(_matches(pattern, path) for pattern in table):
+            return field_for_path(path, table)
+        if path and isinstance(path[0], str) and path[0] in self._fields:  # type: ignore[attr-defined]
+            return path[0]
+        return self.default_field
+
+    def message_for(self, error: DomainError, field: str | None) -> str:
+        """The words shown next to ``field``: the message without its place (the input is the place)."""
+        return error.message if field else str(error)
+
+    def add_error(self, name: str | None, message: str) -> None:
+        field = self._fields.get(name) if name else None  # type: ignore[attr-defined]
+        if field is None:
+            self.form_errors.append(message)  # type: ignore[attr-defined]
+        else:
+            field.errors = [*field.errors, message]
+
+    def add_domain_error(self, error: DomainError) -> None:
+        field = self.field_for(error.path)
+        self.add_error(field, self.message_for(error, field))
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.form_errors) or any(f.errors for f in self)  # type: ignore[attr-defined]
+
+
+T = TypeVar("T")
+
+
+def see_other(endpoint: str, message: str | None = None, *, anchor: str | None = None, **values: Any) -> Response:
+    """After a post that changed something: say what was done (flashed), and send the browser on with
+    a 303, so that reloading the next page does not post again."""
+    if message:
+        flash(message)
+    return redirect(url_for(endpoint, _anchor=anchor, **values), code=303)
+
+
+def commit_or_refuse(
+    change: Callable[[], T],
+    *,
+    done: Callable[[T], ResponseReturnValue],
+    refused: Callable[[int, DomainError | None], ResponseReturnValue],
+    form: Any = None,
+) -> ResponseReturnValue:
+    """The one shape of every form post that changes something, in one transaction.
+
+    Check ``form`` (when given: its inputs and CSRF token); run ``change``, the domain call; on a
+    :class:`DomainError` roll back everything it did, put the error on the form's input its path
+    names (a :class:`FormErrors` form; other views place it themselves in ``refused``) and answer
+    ``refused(status, error)`` (the page again, with its status); otherwise commit and answer
+    ``done(result)`` (usually :func:`see_other`). A form that does not validate is
+    ``refused(400, None)``. Errors other than DomainError propagate, and the request's teardown rolls
+    back.
+    """
+    if form is not None and not form.validate():
+        return refused(400, None)
+    try:
+        result = change()
+    except DomainError as error:
+        db.session.rollback()
+        if isinstance(form, FormErrors):
+            form.add_domain_error(error)
+        return refused(error.status, error)
+    db.session.commit()
+    return done(result)
+
+
+def json_error(error: DomainError) -> tuple[Response, int]:
+    """``{"error", "status", "path"}`` with the error's status."""
+    return jsonify(error.to_json()), error.status
+
+
+def _domain_error(error: DomainError):
+    """A DomainError no view caught: its status and message, as a page or JSON. A 404 says only what
+    any 404 says, so that it leaks nothing about what exists."""
+    if error.status == 404:
+        return error_response(404, MESSAGES[404])
+    return error_response(error.status, str(error))
+
+
+def me() -> User:
+    """The signed-in user (the object itself, not Flask-Login's proxy)."""
+    return current_user._get_current_object()  # type: ignore[attr-defined]
+
+
+def _manage_access(survey: Survey) -> SurveyAccess:
+    """The signed-in user's role on ``survey``, what it lets them do, and the survey's state in words."""
+    return survey_access(current_user if current_user.is_authenticated else None, survey)
+
+
+def _pending_invitations() -> list[Membership]:
+    """Roles offered to the signed-in user and not yet accepted, for their start page."""
+    if not current_user.is_authenticated:
+        return []
+    return invitations_for(db.session, me())
+
+
+def init_app(app: Flask) -> None:
+    """The error handler and the template helpers every blueprint's pages may use."""
+    app.register_error_handler(DomainError, _domain_error)
+    app.add_template_global(_manage_access, "manage_access")
+    app.add_template_global(_pending_invitations, "pending_invitations")

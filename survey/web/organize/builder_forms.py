@@ -1,0 +1,345 @@
+"""Forms of the survey builder (Flask-WTF, for their CSRF token and for carrying errors to fields).
+
+The forms hold almost no rules of their own: what they collect becomes a question spec or a planning
+dict, which :mod:`survey.domain.specs` validates exactly as it validates an imported survey. A
+refusal is a :class:`~survey.domain.errors.DomainError` whose path says which spec field it is about
+(``("questions", 2, "privacy", "epsilon")``); each form maps paths to its inputs with a small table
+(:class:`survey.web.common.FormErrors`).
+
+The question form's privacy inputs come from the registry of designs
+(:data:`survey.privacy.designs.DESIGNS`): the design select offers every design, one input per
+parameter name the designs use, and the "set the level by" choice offers ε and each design's
+level parameter. The page marks which inputs belong to which design (``data-designs``), so the
+script shows the right ones without a list of its own. A new registry entry appears here as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask_wtf import FlaskForm
+from werkzeug.datastructures import MultiDict
+from wtforms import BooleanField, HiddenField, RadioField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
+
+from survey.domain.errors import DomainError, Path
+from survey.domain.models import Question, Survey
+from survey.domain.preview import chosen_design, input_for, privacy_settings
+from survey.domain.validation import loose_number
+from survey.privacy.designs import DESIGNS, EPSILON, Design
+
+from ..common import FormErrors
+
+KIND_CHOICES = [
+    SelectChoice("yes_no", "Yes / no"),
+    SelectChoice("choice", "Choice between options"),
+    SelectChoice("direct", "Asked directly (not protected)"),
+]
+EPSILON_CHOICE = SelectChoice(EPSILON.name, "ε (privacy loss)")
+ONE_SIDED_MESSAGE = (
+    "This design has ε = ∞: some reports reveal the true answer, so only one answer is deniable. "
+    "Tick “Allow one-sided protection” to accept that explicitly."
+)
+
+
+class BuilderForm(FormErrors, FlaskForm):
+    """A builder form: domain errors go next to the input of the same name."""
+
+
+class SurveyDetailsForm(BuilderForm):
+    title = StringField("Title")
+    introduction = TextAreaField("Introduction")
+    closing_message = TextAreaField("Closing message")
+
+    @classmethod
+    def for_survey(cls, survey: Survey) -> SurveyDetailsForm:
+        return cls(
+            formdata=None,
+            data={
+                "title": survey.title,
+                "introduction": survey.introduction,
+                "closing_message": survey.closing_message,
+            },
+        )
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "title": self.title.data or "",
+            "introduction": self.introduction.data or "",
+            "closing_message": self.closing_message.data or "",
+        }
+
+
+class PlanningForm(BuilderForm):
+    epsilon_cap = StringField("Cap on the total ε")
+    expected_respondents = StringField("Expected respondents")
+    target_margin = StringField("Target margin of error (a share)")
+
+    @classmethod
+    def for_survey(cls, survey: Survey) -> PlanningForm:
+        cap = survey.epsilon_cap
+        return cls(
+            formdata=None,
+            data={
+                "epsilon_cap": "" if cap is None else f"{cap:g}",
+                "expected_respondents": str(survey.expected_respondents),
+                "target_margin": f"{survey.target_margin:g}",
+            },
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The planning dict for :func:`survey.domain.builder.update_planning` (an empty cap means none)."""
+        cap = (self.epsilon_cap.data or "").strip()
+        return {
+            "epsilon_cap": None if cap == "" else loose_number(cap),
+            "expected_respondents": loose_number(self.expected_respondents.data),
+            "target_margin": loose_number(self.target_margin.data),
+        }
+
+
+class MoveForm(FlaskForm):
+    direction = HiddenField("Direction")
+
+
+def _exact(value: Any) -> str:
+    """A stored parameter as text that parses back to exactly the same float (or list of floats)."""
+    if isinstance(value, list):
+        return ", ".join(_exact(v) for v in value)
+    return repr(float(value))
+
+
+@dataclass
+class ParameterInput:
+    """One input of the question form's privacy settings: a parameter name the registry's designs
+    use, which designs use it, and what each of them says about it."""
+
+    name: str
+    label: str
+    level: bool
+    per_option: bool
+    low: float
+    high: float
+    default: float | None = None
+    designs: list[str] = field(default_factory=list)
+    #: (design ids, hint) pairs: the hint of each design, designs saying the same thing together.
+    hints: list[tuple[str, str]] = field(default_factory=list)
+
+
+def parameter_inputs() -> list[ParameterInput]:
+    """The privacy inputs the registry's designs need, level inputs first, in registry order."""
+    inputs: dict[str, ParameterInput] = {}
+    for role in ("level", "other"):
+        for design in DESIGNS.values():
+            parameters = [design.level] if role == "level" else list(design.others)
+            for p in parameters:
+                item = inputs.setdefault(
+                    p.field,
+                    ParameterInput(p.field, p.label, role == "level", p.per_option, p.low, p.high, p.default),
+                )
+                item.designs.append(design.id)
+                for i, (ids, hint) in enumerate(item.hints):
+                    if hint == p.hint:
+                        item.hints[i] = (f"{ids} {design.id}", hint)
+                        break
+                else:
+                    item.hints.append((design.id, p.hint))
+    return list(inputs.values())
+
+
+def set_by_designs() -> dict[str, list[str]]:
+    """For each way of setting the level (ε, or an input), the designs it applies to."""
+    ways: dict[str, list[str]] = {EPSILON.name: list(DESIGNS)}
+    for design in DESIGNS.values():
+        ways.setdefault(design.level.field, []).append(design.id)
+    return ways
+
+
+def input_attributes(item: ParameterInput) -> dict[str, Any]:
+    """HTML attributes of a parameter's input: a number box with its range, or text for a list."""
+    if item.per_option:
+        return {"autocomplete": "off", "spellcheck": "false"}
+    attrs: dict[str, Any] = {"type": "number", "step": "any", "inputmode": "decimal"}
+    if math.isfinite(item.low):
+        attrs["min"] = f"{item.low:g}"
+    if math.isfinite(item.high):
+        attrs["max"] = f"{item.high:g}"
+    return attrs
+
+
+class QuestionForm(BuilderForm):
+    """One question: texts, kind, options, and its privacy settings. The parameter inputs are added
+    per request from the registry (:meth:`build`)."""
+
+    kind = RadioField("Kind of question", choices=KIND_CHOICES, default="yes_no", validate_choice=False)
+    text = TextAreaField("Question text")
+    help_text = TextAreaField("Help text (optional)")
+    key = StringField("Short name (optional)")
+    required = BooleanField("Required: a respondent must answer it", default=True)
+    options = TextAreaField("Options, one per line")
+    design = SelectField("Design", default="coin_flip", validate_choice=False)
+    set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
+    epsilon = StringField("ε (epsilon)", default="1")
+    allow_one_sided = BooleanField("Allow one-sided protection (ε = ∞)")
+
+    #: The privacy inputs, from the registry (set by :meth:`build`).
+    inputs: list[ParameterInput]
+
+    @classmethod
+    def build(cls, formdata: MultiDict | None = None, data: dict[str, Any] | None = None) -> QuestionForm:
+        """The form with one input per parameter the registry's designs use, read now (so that a
+        design registered later is offered as well)."""
+        inputs = parameter_inputs()
+        fields = {
+            item.name: StringField(item.label, default=_exact(item.default) if item.default is not None else "")
+            for item in inputs
+        }
+        form_class = type("QuestionForm", (cls,), fields)
+        form = form_class(formdata=formdata, data=data) if data else form_class(formdata=formdata)
+        form.inputs = inputs
+        form.design.choices = [SelectChoice(d.id, d.name) for d in DESIGNS.values()]
+        labels = {item.name: item.label for item in inputs if item.level}
+        form.set_by.choices = [EPSILON_CHOICE, *(SelectChoice(name, label) for name, label in labels.items())]
+        return form
+
+    @staticmethod
+    def initial(question: Question) -> dict[str, Any]:
+        """The inputs as they describe ``question`` now.
+
+        A stored design is shown set by its level parameter, written so that it parses back to the
+        very same float: saving an unchanged form then changes nothing (which matters once the
+        survey is open and any change to a design is refused).
+        """
+        data: dict[str, Any] = {
+            "kind": question.kind,
+            "text": question.text,
+            "help_text": question.help_text,
+            "key": question.key,
+            "required": question.required,
+            "options": "\n".join(question.labels) if question.kind != "yes_no" else "",
+            "allow_one_sided": False,
+        }
+        stored = question.design
+        design = DESIGNS.get(stored.mechanism_name) if stored is not None else None
+        if stored is not None and design is not None:  # every design a spec can hold is registered
+            data["design"] = design.id
+            data["epsilon"] = "" if stored.epsilon is None else f"{stored.epsilon:.4g}"
+            data["allow_one_sided"] = stored.epsilon is None
+            data["set_by"] = design.level.field
+            for parameter in design.parameters:
+                if parameter.name in stored.parameters:
+                    data[parameter.field] = _exact(stored.parameters[parameter.name])
+        return data
+
+    @classmethod
+    def for_question(cls, question: Question | None, formdata: MultiDict | None = None) -> QuestionForm:
+        """The form for a new question (``question`` None) or an existing one, from ``formdata`` if given."""
+        return cls.build(formdata, cls.initial(question) if question is not None else None)
+
+    @classmethod
+    def frozen(cls, question: Question, posted: MultiDict) -> QuestionForm:
+        """The form of an opened survey's question: what was posted, over the stored values.
+
+        The page disables every input but the texts, and a browser does not send disabled inputs;
+        an input that is absent keeps its stored value, one that is present and differs is a
+        structural change the builder refuses.
+        """
+        merged: MultiDict = MultiDict()
+        for name, value in cls.initial(question).items():
+            if value is True:
+                merged[name] = "y"
+            elif value is not False:
+                merged[name] = value
+        for name in posted:
+            merged.setlist(name, posted.getlist(name))
+        return cls.for_question(question, merged)
+
+    @property
+    def chosen(self) -> Design | None:
+        return DESIGNS.get(self.design.data or "")
+
+    @property
+    def chosen_set_by(self) -> str:
+        """The input the level was set by: ε, or the chosen design's level input."""
+        design = self.chosen
+        if design is not None and self.set_by.data == design.level.field:
+            return design.level.field
+        return EPSILON.name
+
+    def option_labels(self) -> list[str]:
+        return [line.strip() for line in (self.options.data or "").splitlines() if line.strip()]
+
+    def _k(self) -> int:
+        return len(self.option_labels()) if self.kind.data == "choice" else 2
+
+    def _others(self, design: Design) -> dict[str, Any]:
+        return {p.field: self[p.field].data for p in design.others}
+
+    def to_raw(self, default_key: str | None = None) -> dict[str, Any]:
+        """The question spec this form describes; raises :class:`DomainError` for the privacy inputs."""
+        kind = self.kind.data or ""
+        raw: dict[str, Any] = {
+            "kind": kind,
+            "text": self.text.data or "",
+            "help_text": self.help_text.data or "",
+            "required": bool(self.required.data),
+        }
+        key = (self.key.data or "").strip() or default_key
+        if key:
+            raw["key"] = key
+        if kind != "yes_no":
+            raw["options"] = self.option_labels()
+        if kind in ("yes_no", "choice"):
+            if kind == "choice" and self._k() < 2:
+                raw["privacy"] = {"design": self.design.data}  # the spec says what is wrong: the options
+            else:
+                design = chosen_design({"design": self.design.data})
+                set_by = self.chosen_set_by
+                raw["privacy"] = privacy_settings(
+                    design,
+                    set_by=set_by,
+                    level=self[set_by].data,
+                    others=self._others(design),
+                    k=self._k(),
+                    allow_one_sided=bool(self.allow_one_sided.data),
+                )
+        return raw
+
+    def preview_params(self, n: int, margin: float) -> dict[str, Any]:
+        """The preview API's parameters for what the form holds (the server-rendered preview)."""
+        set_by = self.chosen_set_by
+        params: dict[str, Any] = {
+            "design": self.design.data,
+            "kind": self.kind.data,
+            "k": self._k(),
+            set_by: self[set_by].data,
+            "n": n,
+            "margin": margin,
+            "allow_one_sided": "1" if self.allow_one_sided.data else "",
+        }
+        if self.chosen is not None:
+            params.update(self._others(self.chosen))
+        return params
+
+    def paths(self) -> dict[tuple[Any, ...], str | None]:
+        return {
+            ("options",): "options",
+            ("privacy", "design"): "design",
+            ("privacy", "allow_one_sided"): "allow_one_sided",
+        }
+
+    def field_for(self, path: Path) -> str | None:
+        """Errors of the spec come at ``("questions", i, ...)``, the form's own at the question's
+        fields: both end at the input the registry says the privacy parameter is typed into."""
+        if path[:1] == ("questions",):
+            path = path[2:]
+        if path[:1] == ("privacy",) and path not in self.paths():
+            name = input_for(path, self.chosen, self.chosen_set_by)
+            return name if name in self._fields else None
+        return super().field_for(path)
+
+    def message_for(self, error: DomainError, field: str | None) -> str:
+        if field == "allow_one_sided":
+            return ONE_SIDED_MESSAGE
+        return super().message_for(error, field)

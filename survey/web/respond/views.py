@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Response, abort, current_app, g, redirect, render_template, request, url_for
+from sqlalchemy import select
+
+from survey.domain.errors import DomainError, Forbidden
+from survey.domain.invitations import check_code, normalize
+from survey.domain.models import Survey, today
+from survey.domain.submissions import FormCache, SubmissionForm, record_submission, submission_form
+from survey.domain.validation import parse_json
+from survey.platform.extensions import csrf, db
+
+from ..common import json_error
+from . import bp
+from .page import option_label, survey_page
+
+FIELD_PREFIX = "q_"
+#: The answer to every stored submission, encoded once (it runs once per respondent).
+STORED = json.dumps({"status": "stored", "message": "Thank you: your randomized answers were stored."})
+
+
+def _survey_or_404(slug: str) -> Survey:
+    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    if survey is None or survey.status == "draft":
+        abort(404)
+    return survey
+
+
+@bp.app_template_filter("option_label")
+def _option_label(label: str) -> str:
+    return option_label(label)
+
+
+def _render_form(survey: Survey, error: str | None = None, status: int = 200, invitation: str = ""):
+    """The survey page, or why it cannot be shown: closed (409 to a post), or by invitation without a
+    usable code (403). Every response that shows the questions is made here, after both checks, so
+    a survey by invitation shows its questions to holders of a valid code only, whatever went wrong."""
+    accepting, reason = survey.accepting_on(today())
+    if not accepting:
+        status = 409 if request.method == "POST" else 200
+        return render_template("respond/closed.html", survey=survey, reason=reason), status
+    if survey.access == "invitation":
+        try:
+            check_code(db.session, survey.id, invitation)
+        except Forbidden as refusal:
+            return render_template("respond/invitation.html", survey=survey, message=refusal.message), refusal.status
+        invitation = normalize(invitation)
+    else:
+        invitation = ""
+    page = survey_page(survey)
+    return render_template("respond/survey.html", page=page, error=error, invitation=invitation), status
+
+
+@bp.after_request
+def _no_store_with_a_code(response: Response) -> Response:
+    """A page that carries an invitation code (in its URL, or in the hidden field of a form post that
+    sent one) is kept by no cache. The form is not parsed here: a view marks that it saw a code."""
+    if request.args.get("code") or g.get("carries_code"):
+        response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@bp.get("/s/<slug>")
+def show(slug: str):
+    return _render_form(_survey_or_404(slug), invitation=request.args.get("code", ""))
+
+
+def _forms() -> FormCache:
+    """This process's published surveys' forms (see :class:`survey.domain.submissions.SubmissionForm`)."""
+    return current_app.extensions.setdefault("survey.submission_forms", {})
+
+
+def _form_or_404(slug: str) -> SubmissionForm:
+    form = submission_form(db.session, slug, _forms())
+    if form is None:
+        abort(404)
+    return form
+
+
+@bp.post("/s/<slug>")
+def submit_form(slug: str):
+    """The form post: reported values only, in fields ``q_<question key>``."""
+    form = _form_or_404(slug)
+    answers: dict[str, Any] = {}
+    invitation = request.form.get("invitation", "")
+    g.carries_code = bool(invitation)
+    for name in request.form:
+        if name in ("csrf_token", "invitation"):
+            continue
+        values = request.form.getlist(name)
+        # The page shown again with the reason checks first that this respondent may see it.
+        if not name.startswith(FIELD_PREFIX):
+            message = f"Unexpected field {name!r}. Nothing was stored."
+            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation)
+        if len(values) > 1:
+            message = f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored."
+            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation)
+        answers[name[len(FIELD_PREFIX) :]] = values[0]
+    try:
+        record_submission(db.session, form, answers, invitation=invitation, cache=_forms())
+    except DomainError as error:
+        survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
+        if survey.access == "invitation" and isinstance(error, Forbidden):
+            return render_template("respond/invitation.html", survey=survey, message=error.message), 403
+        return _render_form(survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation)
+    return redirect(url_for("respond.thanks", slug=slug), code=303)
+
+
+@bp.get("/s/<slug>/thanks")
+def thanks(slug: str):
+    return render_template("respond/thanks.html", survey=_survey_or_404(slug))
+
+
+@bp.get("/s/<slug>/privacy")
+def privacy(slug: str):
+    """What is and is not protected, in plain words. A survey by invitation keeps its question texts
+    for invitees: here its questions are named by number only, and no invitation code is asked for."""
+    survey = _survey_or_404(slug)
+    return render_template("respond/privacy.html", page=survey_page(survey), show_texts=survey.access == "link")
+
+
+def _api_error(message: str, status: int, *path: str):
+    return json_error(DomainError(message, status=status, path=path))
+
+
+@bp.post("/api/surveys/<slug>/responses")
+@csrf.exempt  # no cookie is involved; JSON with this content type cannot be sent cross-site without CORS
+def submit_json(slug: str):
+    """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
+    form = _form_or_404(slug)
+    if not request.is_json:
+        return _api_error("send the answers as JSON with Content-Type: application/json", 415)
+    origin = request.headers.get("Origin")
+    if origin and origin.rstrip("/") != request.host_url.rstrip("/"):
+        return _api_error("submissions are accepted from this site's own pages only", 403)
+    try:
+        body = parse_json(request.get_data(cache=False), "the body")
+    except DomainError as error:
+        return json_error(error)
+    if not isinstance(body, dict) or "answers" not in body or not set(body) <= {"answers", "invitation"}:
+        return _api_error('the body must be an object with the field "answers" (and "invitation" if needed)', 400)
+    invitation = body.get("invitation")
+    if invitation is not None and not isinstance(invitation, str):
+        return _api_error('"invitation" must be the invitation code as text', 400, "invitation")
+    try:
+        record_submission(db.session, form, body["answers"], invitation=invitation, cache=_forms())
+    except DomainError as error:
+        return json_error(error)
+    current_app.logger.debug("submission stored")
+    return Response(STORED, status=201, mimetype="application/json")

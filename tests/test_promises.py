@@ -1,0 +1,209 @@
+"""Whatever a respondent is told about their protection is computed from the survey's own numbers,
+said the same way on the survey page and on its privacy page, and true.
+
+The pages mark each claim (``data-claim`` with ``data-question``): a question's ε, what its design
+does, how far it can move a suspicion, whether it is protected at all; the survey's total ε and what
+that means. These tests read the claims off the rendered pages, hold the two pages against each
+other, and check every figure against an independent computation from the stored matrices.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from survey.domain.demo import DEMO_SPEC, create_demo
+from survey.domain.models import Survey
+from survey.domain.specs import create_survey_from_spec
+from survey.domain.wording import overclaims
+from survey.platform.extensions import db
+
+from .conftest import SMALL_SPEC
+
+ONE_SIDED_SPEC = {
+    "title": "Strong and weak designs",
+    "slug": "strong-and-weak",
+    "questions": [
+        {
+            "key": "forced",
+            "kind": "choice",
+            "text": "Which one?",
+            "options": ["a", "b", "c"],
+            "privacy": {"design": "forced_response", "forced": [0.1, 0.15, 0.05]},
+        },
+        {
+            "key": "onesided",
+            "kind": "yes_no",
+            "text": "One-sided?",
+            "privacy": {
+                "design": "coin_flip",
+                "truth_probability": 0.6,
+                "yes_probability": 1.0,
+                "allow_one_sided": True,
+            },
+        },
+        {"key": "weak", "kind": "yes_no", "text": "Weak?", "privacy": {"design": "grr", "epsilon": 6.0}},
+    ],
+}
+
+
+class Claims(HTMLParser):
+    """The text of every element marked ``data-claim``, keyed by (question key or "", claim name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims: dict[tuple[str, str], str] = {}
+        self._open: list[tuple[str, tuple[str, str] | None]] = []
+        self._text: dict[tuple[str, str], list[str]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        key = None
+        if "data-claim" in found:
+            key = (found.get("data-question") or "", found["data-claim"] or "")
+            assert key not in self.claims and key not in self._text, f"claim {key} made twice on one page"
+            self._text[key] = []
+        if tag not in ("br", "input", "img", "meta", "link"):
+            self._open.append((tag, key))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open:
+            name, key = self._open.pop()
+            if key is not None:
+                self.claims[key] = " ".join("".join(self._text.pop(key)).split())
+            if name == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        for key in self._text:
+            self._text[key].append(data)
+
+
+def claims_of(client, path: str) -> dict[tuple[str, str], str]:
+    response = client.get(path)
+    assert response.status_code == 200, path
+    parser = Claims()
+    parser.feed(response.get_data(as_text=True))
+    return parser.claims
+
+
+def percents(sentence: str) -> list[float]:
+    return [float(x) / 100 for x in re.findall(r"(\d+(?:\.\d+)?)%", sentence)]
+
+
+def belief_range(matrix: np.ndarray, answer: int, prior: float = 0.5) -> tuple[float, float]:
+    """How low and how high an observer who gave ``answer`` the ``prior`` can come to believe in it
+    after any report, with the rest of the prior on whichever other answer moves the belief most
+    (written out here, not taken from the app)."""
+    low, high = 1.0, 0.0
+    for report in range(matrix.shape[0]):
+        for other in range(matrix.shape[1]):
+            if other == answer:
+                continue
+            denominator = prior * matrix[report, answer] + (1 - prior) * matrix[report, other]
+            if denominator > 0:
+                belief = prior * matrix[report, answer] / denominator
+                low, high = min(low, belief), max(high, belief)
+    return low, high
+
+
+@pytest.fixture(params=["small", "demo", "one-sided"])
+def survey_slug(request, app):
+    with app.app_context():
+        if request.param == "demo":
+            survey = create_demo(db.session, respondents=20)
+        else:
+            survey = create_survey_from_spec(db.session, SMALL_SPEC if request.param == "small" else ONE_SIDED_SPEC)
+            db.session.commit()
+        return survey.slug
+
+
+def test_the_survey_page_and_its_privacy_page_make_the_same_claims(app, client, survey_slug):
+    on_survey = claims_of(client, f"/s/{survey_slug}")
+    on_privacy = claims_of(client, f"/s/{survey_slug}/privacy")
+    assert on_survey == on_privacy
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == survey_slug))
+        randomized = {q.key for q in survey.randomized_questions}
+        direct = {q.key for q in survey.direct_questions}
+    assert {q for q, claim in on_survey if claim == "deniability"} == randomized
+    assert {q for q, claim in on_survey if claim == "epsilon"} == randomized
+    assert {q for q, claim in on_survey if claim == "not-protected"} == direct
+    assert ("", "total-epsilon") in on_survey and ("", "total-deniability") in on_survey
+
+
+def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
+    claims = claims_of(client, f"/s/{survey_slug}")
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == survey_slug))
+        matrices = {q.key: np.array(q.design.matrix) for q in survey.randomized_questions}
+    total = 0.0
+    for key, matrix in matrices.items():
+        # ε from the stored matrix, computed here: the largest log-ratio within a reported row
+        with np.errstate(divide="ignore"):
+            epsilon = max(math.log(row.max() / row.min()) if row.min() > 0 else math.inf for row in matrix)
+        total += epsilon
+        shown = claims[(key, "epsilon")]
+        assert shown == ("∞" if math.isinf(epsilon) else f"{epsilon:.2f}"), key
+        sentence = claims[(key, "deniability")]
+        ranges = [belief_range(matrix, answer) for answer in range(matrix.shape[1])]
+        if max(high for _, high in ranges) >= 1 - 1e-12:  # some report gives an answer away
+            assert sentence.startswith("Warning:"), (key, sentence)
+            continue
+        assert not sentence.startswith("Warning")
+        figures = percents(sentence)
+        assert figures[0] == pytest.approx(0.5)  # the prior the sentence starts from
+        yes_no = matrix.shape[1] == 2
+        low, high = ranges[0] if yes_no else (None, max(high for _, high in ranges))
+        if "almost 100%" in sentence:
+            assert high > 0.99, (key, sentence)
+        else:  # "at most": never below the bound, and at most the last digit shown above it
+            assert high <= figures[1] <= high + 0.01, (key, sentence, high)
+        if yes_no:  # "and at least": never above the bound
+            assert low - 0.01 <= figures[-1] <= low, (key, sentence, low)
+    shown_total = claims[("", "total-epsilon")]
+    assert shown_total == ("∞" if math.isinf(total) else f"{total:.2f}")
+    sentence = claims[("", "total-deniability")]
+    if math.isinf(total):
+        assert "no overall limit" in sentence
+    else:
+        # ε-DP over all the answers: the odds of any statement grow at most e^ε-fold
+        parts = sentence.split(";")
+        for prior, part in zip((0.5, 0.1), parts, strict=True):
+            bound = prior * math.exp(total) / (prior * math.exp(total) + 1 - prior)
+            if "almost 100%" in part:
+                assert bound > 0.99, sentence
+            else:
+                shown = percents(part)[-1]
+                assert bound <= shown <= bound + 0.01, sentence
+
+
+def test_no_page_promises_more_secrecy_than_randomized_response_gives(app, client, survey_slug):
+    pages = [f"/s/{survey_slug}", f"/s/{survey_slug}/privacy", f"/s/{survey_slug}/thanks", "/"]
+    for path in pages:
+        text = re.sub(r"<[^>]+>", " ", client.get(path).get_data(as_text=True))
+        assert overclaims(text) == [], path
+
+
+def test_the_demo_spec_makes_no_promise_its_numbers_break():
+    texts = [DEMO_SPEC["introduction"], DEMO_SPEC["closing_message"]]
+    texts += [q["text"] for q in DEMO_SPEC["questions"]] + [q.get("help_text", "") for q in DEMO_SPEC["questions"]]
+    assert [claim for text in texts for claim in overclaims(text)] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "so nobody (not even us) can know what you really answered",
+        "Nobody, not even the people running the survey, can know what one person really answered.",
+        "Your answers are completely anonymous.",
+        "It is impossible to tell what you answered.",
+    ],
+)
+def test_the_promises_that_were_printed_before_are_caught(text):
+    assert overclaims(text)
