@@ -35,7 +35,6 @@ import math
 import platform
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +48,7 @@ from scipy.stats import beta
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from survey.privacy import epsilon_of_matrix
+from tests.live import chromium, live_site
 
 LEVEL = 0.99
 DRAWS = 200_000
@@ -56,15 +56,6 @@ CHUNK = 50_000
 BROKEN_BIAS = 0.10
 #: The page renders the matrix rebuilt from the stored parameters; it must equal the stored one to rounding.
 PAGE_TOLERANCE = 1e-12
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-gpu",
-]
 
 
 # -- the statistics (pure; unit-tested without a browser) ----------------------------------------------
@@ -245,43 +236,31 @@ class Question:
 @contextmanager
 def live_server() -> Iterator[tuple[str, dict[str, Question]]]:
     """Serve the audit surveys from a temporary SQLite database; yields the base URL and the questions."""
-    from sqlalchemy import select
-    from werkzeug.serving import make_server
-
-    from survey import create_app
     from survey.domain.models import Survey
     from survey.domain.specs import create_survey_from_spec
-    from survey.platform.extensions import db
-    from survey.platform.schema import upgrade_database
 
-    with tempfile.TemporaryDirectory() as tmp:
-        app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/audit.sqlite", "SECRET_KEY": "epsilon-audit"})
-        questions: dict[str, Question] = {}
-        with app.app_context():
-            upgrade_database()
-            for spec in SPECS:
-                create_survey_from_spec(db.session, spec)
-            db.session.commit()
-            for survey in db.session.scalars(select(Survey).order_by(Survey.id)):
-                for q in survey.randomized_questions:
-                    stored = np.array(q.design.matrix, dtype=float)
-                    configured = epsilon_of_matrix(stored)
-                    rebuilt = q.mechanism().epsilon
-                    if not math.isclose(configured, rebuilt, rel_tol=1e-12):
-                        raise SystemExit(f"{q.key}: ε of the stored matrix {configured!r} differs from {rebuilt!r}")
-                    questions[q.key] = Question(
-                        survey.slug, q.key, q.design.mechanism_name, dict(q.design.parameters), stored, configured
-                    )
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        server = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_port}", questions
-        finally:
-            server.shutdown()
-            with app.app_context():
-                db.engine.dispose()
+    questions: dict[str, Question] = {}
+
+    def setup(session) -> None:
+        from sqlalchemy import select
+
+        for spec in SPECS:
+            create_survey_from_spec(session, spec)
+        session.flush()
+        for survey in session.scalars(select(Survey).order_by(Survey.id)):
+            for q in survey.randomized_questions:
+                stored = np.array(q.design.matrix, dtype=float)
+                configured = epsilon_of_matrix(stored)
+                rebuilt = q.mechanism().epsilon
+                if not math.isclose(configured, rebuilt, rel_tol=1e-12):
+                    raise SystemExit(f"{q.key}: ε of the stored matrix {configured!r} differs from {rebuilt!r}")
+                questions[q.key] = Question(
+                    survey.slug, q.key, q.design.mechanism_name, dict(q.design.parameters), stored, configured
+                )
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp, live_site(Path(tmp), "epsilon-audit", setup) as (_app, base):
+        yield base, questions
 
 
 BROKEN_SAMPLER = """() => {
@@ -362,12 +341,9 @@ class Row:
 
 
 def audit(draws: int, level: float, memo: bool = True) -> tuple[list[Row], str, bool]:
-    from playwright.sync_api import sync_playwright
-
     rows: list[Row] = []
     memo_found = False
-    with live_server() as (base, questions), sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with live_server() as (base, questions), chromium() as browser:
         version = browser.version
         page = browser.new_page()
         for slug in dict.fromkeys(q.slug for q in questions.values()):
@@ -395,7 +371,6 @@ def audit(draws: int, level: float, memo: bool = True) -> tuple[list[Row], str, 
                     bound = epsilon_lower_bound(counts, question.matrix, level)
                     rows.append(Row(question, path, bound, time.perf_counter() - start))
                     print(f"  {key} [{path}]: {format_row(rows[-1])}", file=sys.stderr)
-        browser.close()
     return rows, version, memo_found
 
 

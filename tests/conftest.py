@@ -11,18 +11,18 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import threading
 import uuid
 
 import pytest
 from hypothesis import HealthCheck, settings
 from sqlalchemy import create_engine, text
-from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.domain.models import User
 from survey.platform.extensions import db
 from survey.platform.schema import VERSION_TABLE, upgrade_database
+
+from .live import chromium
 
 # Hypothesis profiles. ``ci`` (the default) derandomizes every property so that a run of the suite is
 # the same on every machine and every time: CI goes red on a change, never on a draw. ``fuzz``
@@ -156,17 +156,11 @@ def limited_app(tmp_path, sqlite_template, **config):
     return app
 
 
-@contextlib.contextmanager
-def serve(app):
-    """Serve ``app`` on 127.0.0.1 at a free port, one thread per request; yields the port."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_port
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium for one browser test module (tests/live.py says how it is launched)."""
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(params=BACKENDS)

@@ -18,40 +18,25 @@ import hashlib
 import hmac
 import json
 import struct
-import threading
 import zlib
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from scipy.stats import chisquare
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
-from survey import create_app
 from survey.domain.demo import create_demo
 from survey.domain.models import Answer, Submission, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
-from survey.platform.limits import limiter
-from survey.platform.schema import upgrade_database
+
+from .live import INSECURE_HOST, PHONE, live_site
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-CHROMIUM = "/usr/bin/chromium"
-INSECURE_HOST = "insecure.test"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-gpu",
-    # a host name that is not localhost: pages served from it over http are not a secure context
-    f"--host-resolver-rules=MAP {INSECURE_HOST} 127.0.0.1",
-]
 STORAGE_KEY = "private-survey.secret"
 
 MORE_DESIGNS = {
@@ -88,34 +73,17 @@ MORE_DESIGNS = {
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
-    path = tmp_path_factory.mktemp("live") / "live.sqlite"
-    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "browser-tests"})
-    with app.app_context():
-        upgrade_database()
-        create_demo(db.session, respondents=200)
-        create_survey_from_spec(db.session, MORE_DESIGNS)
-        db.session.commit()
-        limiter.reset()  # the in-memory counters are process-wide: start from none
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield app, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    with app.app_context():
-        db.engine.dispose()
+    def setup(session):
+        create_demo(session, respondents=200)
+        create_survey_from_spec(session, MORE_DESIGNS)
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    with live_site(tmp_path_factory.mktemp("live"), "browser-tests", setup) as site:
+        yield site
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
+    context = browser.new_context(viewport=PHONE)
     page = context.new_page()
     yield page
     context.close()

@@ -33,7 +33,8 @@ from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.privacy import estimate
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, own_database, serve
+from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, own_database
+from .live import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}

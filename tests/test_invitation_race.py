@@ -22,7 +22,8 @@ from survey.domain.models import Answer, Invitation, Submission, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .conftest import BACKENDS, SMALL_SPEC, make_config, serve
+from .conftest import BACKENDS, SMALL_SPEC, make_config
+from .live import serve
 
 CLIENTS = 8
 ROUNDS = 4

@@ -12,68 +12,41 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
-from survey import create_app
 from survey.domain.models import Membership, Survey, User
 from survey.domain.preview import labels_for, points_text, probability_text
 from survey.domain.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
-from survey.platform.schema import upgrade_database
 from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
+
+from .live import PHONE, live_site
 
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-gpu",
-]
 ORGANIZER = ("olivia", "organizer password 1")
 RESEARCHER = ("rita", "researcher password 1")
 
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
-    path = tmp_path_factory.mktemp("organizer") / "live.sqlite"
-    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "organizer-browser-tests"})
-    with app.app_context():
-        upgrade_database()
+    def setup(session):
         for name, password in (ORGANIZER, RESEARCHER):
             user = User(username=name)
             user.set_password(password)
-            db.session.add(user)
-        db.session.commit()
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield app, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    with app.app_context():
-        db.engine.dispose()
+            session.add(user)
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    with live_site(tmp_path_factory.mktemp("organizer"), "organizer-browser-tests", setup) as site:
+        yield site
 
 
 def new_page(browser, **options):
     """A fresh context (its own cookies) on a phone-sized screen, recording CSP complaints."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, **options)
+    context = browser.new_context(viewport=PHONE, **options)
     page = context.new_page()
     page.csp_errors = []  # type: ignore[attr-defined]
     page.on(

@@ -20,37 +20,23 @@ import json
 import logging
 import random
 import re
-import threading
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import pytest
-from playwright.sync_api import sync_playwright
 from scipy.stats import binomtest
 from sqlalchemy import MetaData, select
-from werkzeug.serving import make_server
 
-from survey import create_app
 from survey.domain.invitations import generate_codes
 from survey.domain.models import Answer, Invitation, Submission, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
-from survey.platform.limits import limiter
-from survey.platform.schema import upgrade_database
 from survey.web.respond.page import survey_page
 
 from .conftest import SMALL_SPEC
+from .live import chromium, live_site
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-gpu",
-]
 STORAGE_KEY = "private-survey.secret"
 SUBMISSIONS_PER_MODE = 30
 
@@ -136,51 +122,41 @@ class Collect(logging.Handler):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("network") / "network.sqlite"
-    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "network-tests"})
-    with app.app_context():
-        upgrade_database()
+    made: dict = {}
+
+    def setup(session):
         for mode, slug in MODES.items():
             spec = {"title": f"Every design ({mode})", "slug": slug, "access": mode, "questions": QUESTIONS}
-            survey = create_survey_from_spec(db.session, spec)
+            survey = create_survey_from_spec(session, spec)
             if mode == "invitation":
-                db.session.flush()
-                codes = generate_codes(db.session, survey, SUBMISSIONS_PER_MODE + 5)
-        db.session.commit()
-        survey = db.session.scalar(select(Survey).where(Survey.slug == MODES["link"]))
-        options = {q.key: len(q.options) for q in survey.questions}
-        matrices = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
-        limiter.reset()  # the in-memory counters are process-wide: start from none
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_port}"
+                session.flush()
+                made["codes"] = generate_codes(session, survey, SUBMISSIONS_PER_MODE + 5)
+        survey = session.scalar(select(Survey).where(Survey.slug == MODES["link"]))
+        made["options"] = {q.key: len(q.options) for q in survey.questions}
+        made["matrices"] = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
 
-    # every line the request log writes while the browsers answer, as it would reach a log file
-    collect = Collect()
-    werkzeug_log = logging.getLogger("werkzeug")
-    old_level = werkzeug_log.level
-    werkzeug_log.setLevel(logging.INFO)
-    werkzeug_log.addHandler(collect)
+    with live_site(tmp_path_factory.mktemp("network"), "network-tests", setup) as (app, base):
+        codes, options = made["codes"], made["options"]
+        # every line the request log writes while the browsers answer, as it would reach a log file
+        collect = Collect()
+        werkzeug_log = logging.getLogger("werkzeug")
+        old_level = werkzeug_log.level
+        werkzeug_log.setLevel(logging.INFO)
+        werkzeug_log.addHandler(collect)
 
-    picker = random.Random(20260)
-    sent: list[Sent] = []
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            for mode, slug in MODES.items():
-                for i in range(SUBMISSIONS_PER_MODE):
-                    truth = {key: picker.randrange(k) for key, k in options.items()}
-                    code = codes[i] if mode == "invitation" else None
-                    sent.append(submit(browser, base, slug, truth, code, mode))
-            browser.close()
-    finally:
-        werkzeug_log.removeHandler(collect)
-        werkzeug_log.setLevel(old_level)
-        server.shutdown()
-    yield Run(app, base, sent, options, matrices, collect.lines, codes[SUBMISSIONS_PER_MODE:])
-    with app.app_context():
-        db.engine.dispose()
+        picker = random.Random(20260)
+        sent: list[Sent] = []
+        try:
+            with chromium() as browser:
+                for mode, slug in MODES.items():
+                    for i in range(SUBMISSIONS_PER_MODE):
+                        truth = {key: picker.randrange(k) for key, k in options.items()}
+                        code = codes[i] if mode == "invitation" else None
+                        sent.append(submit(browser, base, slug, truth, code, mode))
+        finally:
+            werkzeug_log.removeHandler(collect)
+            werkzeug_log.setLevel(old_level)
+        yield Run(app, base, sent, options, made["matrices"], collect.lines, codes[SUBMISSIONS_PER_MODE:])
 
 
 def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | None, mode: str) -> Sent:

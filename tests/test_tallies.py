@@ -20,7 +20,8 @@ from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import rebuild_tallies, recount, survey_counts, survey_results, tally_mismatches
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC, serve
+from .conftest import SMALL_SPEC
+from .live import serve
 from .test_durability import post
 
 GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
