@@ -22,7 +22,7 @@ from survey.domain.models import User
 from survey.platform.extensions import db
 from survey.platform.schema import VERSION_TABLE, upgrade_database
 
-from .live import chromium
+from .live import CHEAP_PASSWORD_HASH, chromium
 
 # Hypothesis profiles. ``ci`` (the default) derandomizes every property so that a run of the suite is
 # the same on every machine and every time: CI goes red on a change, never on a draw. ``fuzz``
@@ -106,6 +106,7 @@ def make_config(backend: str, tmp_path, request) -> dict:
         "WTF_CSRF_ENABLED": False,
         # the limiter is process-wide; tests that sign in often would trip it (tested on its own)
         "RATELIMIT_ENABLED": False,
+        "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
     }
     if backend == "sqlite":
         path = tmp_path / "test.sqlite"
@@ -147,7 +148,13 @@ def limited_app(tmp_path, sqlite_template, **config):
     path = tmp_path / f"limited-{uuid.uuid4().hex[:6]}.sqlite"
     shutil.copyfile(sqlite_template, path)
     app = create_app(
-        {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "t", "RATELIMIT_ENABLED": True, **config}
+        {
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}",
+            "SECRET_KEY": "t",
+            "RATELIMIT_ENABLED": True,
+            "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+            **config,
+        }
     )
     with app.app_context():
         create_survey_from_spec(db.session, SMALL_SPEC)

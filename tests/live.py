@@ -28,6 +28,11 @@ CHROMIUM_ARGS = [
     f"--host-resolver-rules=MAP {INSECURE_HOST} 127.0.0.1",
 ]
 PHONE = {"width": 390, "height": 844}
+#: Werkzeug's PBKDF2 at one iteration, for every app the tests build: the suite creates and signs in
+#: hundreds of users, and scrypt, slow on purpose, was about 44% of the non-browser suite's time.
+#: Production keeps scrypt (tests/test_auth.py checks that an app without this setting does, and that
+#: production refuses any other method).
+CHEAP_PASSWORD_HASH = "pbkdf2:sha256:1"
 
 
 @contextlib.contextmanager
@@ -55,7 +60,13 @@ def live_site(folder: Path, secret: str, setup: Callable) -> Iterator[tuple]:
     from survey.platform.limits import limiter
     from survey.platform.schema import upgrade_database
 
-    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'live.sqlite'}", "SECRET_KEY": secret})
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'live.sqlite'}",
+            "SECRET_KEY": secret,
+            "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+        }
+    )
     with app.app_context():
         upgrade_database()
         setup(db.session)

@@ -6,6 +6,8 @@ from survey.domain.models import User
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
+from .live import CHEAP_PASSWORD_HASH
+
 
 def test_sign_in_and_out(client, user):
     page = client.get("/auth/login")
@@ -36,7 +38,41 @@ def test_passwords_are_hashed(app, user):
     with app.app_context():
         stored = db.session.get(User, user)
         assert "correct horse" not in stored.password_hash
-        assert stored.password_hash.startswith("scrypt:")
+        assert stored.password_hash.startswith(CHEAP_PASSWORD_HASH + "$")  # the tests' cheap method
+
+
+def test_an_app_without_test_configuration_hashes_with_scrypt(tmp_path):
+    from werkzeug.security import generate_password_hash
+
+    from survey import create_app
+    from survey.domain import passwords
+
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'p.sqlite'}", "SECRET_KEY": "k"})
+    with app.app_context():
+        upgrade_database()
+        user = User(username="carol")
+        user.set_password("correct horse battery")
+        assert passwords.method() == "scrypt"
+        assert user.password_hash.startswith("scrypt:") and user.check_password("correct horse battery")
+        # a hash names its method: one made by the tests' cheap setting still checks after the switch
+        old = User(username="dave", password_hash=generate_password_hash("pw", CHEAP_PASSWORD_HASH))
+        assert old.check_password("pw") and not old.check_password("wrong")
+        db.engine.dispose()
+
+
+def test_production_refuses_a_cheap_password_hash(monkeypatch, tmp_path):
+    import pytest
+
+    from survey import create_app
+
+    monkeypatch.setenv("SURVEY_ENV", "production")
+    monkeypatch.setenv("SECRET_KEY", "a" * 64)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'prod.sqlite'}")
+    from survey.platform.config import production_settings
+
+    with pytest.raises(RuntimeError, match="scrypt"):  # as instance/config.py might set it
+        production_settings({"SECRET_KEY": "a" * 64, "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH})
+    assert create_app().config["PASSWORD_HASH_METHOD"] == "scrypt"
 
 
 def test_login_form_needs_csrf(csrf_app):

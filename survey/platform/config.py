@@ -56,6 +56,9 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
             "SURVEY_ENV=production needs SECRET_KEY set in the environment (a long random value, e.g. "
             'python -c "import secrets; print(secrets.token_hex(32))")'
         )
+    if not str(values.get("PASSWORD_HASH_METHOD", "scrypt")).startswith("scrypt"):
+        # the tests' cheap hash must never reach a server: a leaked table would be cracked in minutes
+        raise RuntimeError("SURVEY_ENV=production hashes passwords with scrypt; remove PASSWORD_HASH_METHOD")
     return {
         "SESSION_COOKIE_SECURE": True,
         "REMEMBER_COOKIE_SECURE": True,
