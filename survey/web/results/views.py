@@ -10,10 +10,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, jsonify, render_template, stream_with_context
+from flask import Response, jsonify, render_template, request, stream_with_context
 from flask_login import current_user, login_required
 
 from survey.domain.access import survey_for, visible_surveys
+from survey.domain.analysis import WEEK, Comparison, comparable, compare
+from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.models import Survey
 from survey.domain.tallies import (
@@ -182,3 +184,91 @@ def codebook_file(slug: str):
     response = jsonify(codebook(survey))
     response.headers["Content-Disposition"] = f'attachment; filename="{survey.slug}-codebook.json"'
     return response
+
+
+# -- comparisons -----------------------------------------------------------------------------------
+
+
+def _comparison(survey: Survey) -> Comparison:
+    """The comparison the query string asks for (``question``, ``by``, ``category``); a
+    :class:`DomainError` (400 for a bad choice, 409 before anyone answered) when there is none."""
+    args = request.args
+    return compare(db.session, survey, args.get("question"), args.get("by"), args.get("category"))
+
+
+def _group_chart(comparison: Comparison) -> Chart:
+    """The breakdown as the results chart draws a question: one bar per group, with its interval."""
+    data = comparison.to_dict()
+    bars = [
+        {"label": f"{g['label']} (n = {g['n']})", "proportion": g["share"], "ci_low": g["ci_low"]}
+        | {"ci_high": g["ci_high"]}
+        for g in data["groups"]
+        if g["share"] is not None
+    ]
+    question = {"key": "compare", "text": f"{data['question_text']}: {data['category']}", "n": data["total"]["n"]}
+    return estimate_chart({**question, "categories": bars})
+
+
+@bp.get("/surveys/<slug>/compare")
+@login_required
+def compare_page(slug: str):
+    """One sensitive question by a direct question, by week, or against another sensitive question."""
+    survey = _survey_or_404(slug)
+    randomized, direct = comparable(survey)
+    question = request.args.get("question") or (randomized[0].key if randomized else None)
+    by = request.args.get("by") or (direct[0].key if direct else WEEK)
+    category = request.args.get("category")
+    chosen = next((q for q in randomized if q.key == question), None)
+    if chosen is not None and category not in [str(o.code) for o in chosen.options]:
+        category = None  # another question was picked: start from its first option
+    result: Comparison | None = None
+    error: DomainError | None = None
+    status = 200
+    if randomized:
+        try:
+            result = compare(db.session, survey, question, by, category)
+        except DomainError as e:
+            error, status = e, (200 if e.status == 409 else e.status)
+    return (
+        render_template(
+            "results/compare.html",
+            survey=survey,
+            randomized=randomized,
+            others=[q for q in randomized if q.key != question],
+            direct=direct,
+            question=chosen,
+            by=by,
+            category=None if result is None or result.kind != "breakdown" else result.result.category,
+            result=result,
+            data=None if result is None else result.to_dict(),
+            chart=None if result is None or result.kind != "breakdown" else _group_chart(result),
+            error=error,
+            query={"question": question, "by": by, **({"category": category} if category else {})},
+            week=WEEK,
+        ),
+        status,
+    )
+
+
+@bp.get("/surveys/<slug>/compare.csv")
+@login_required
+def compare_file(slug: str):
+    survey = _survey_or_404(slug)
+    try:
+        comparison = _comparison(survey)
+    except DomainError as e:
+        return Response(e.message + "\n", status=e.status, mimetype="text/plain")
+    name = f"{survey.slug}-{comparison.question.key}-by-{comparison.by.key if comparison.by else WEEK}.csv"
+    return _download(comparison.csv(), name, "text/csv")
+
+
+@bp.get("/api/surveys/<slug>/compare")
+def compare_api(slug: str):
+    """The comparison as JSON; errors as ``{"error", "status", "path"}``."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see results.", status=401), 401
+    survey = _survey_or_404(slug)
+    try:
+        return jsonify(_comparison(survey).to_dict())
+    except DomainError as e:
+        return jsonify(e.to_json()), e.status

@@ -1,0 +1,257 @@
+"""Comparisons a researcher asks for next: one sensitive answer by group, by week, or against another.
+
+The estimators are the privacy core's (:func:`survey.privacy.breakdown`,
+:func:`survey.privacy.association`); this module counts what they need in the database and names
+the groups. Counting is one GROUP BY over the answers of the two questions (a self-join on the
+submission), so the cost follows the number of answers to the question, not the survey's size; the
+figures are in ``benchmarks/scale.md``.
+
+Who is counted: a breakdown counts everyone who answered the sensitive question, those who skipped
+the grouping question in a group of their own ("no answer"); an association counts only those who
+answered both questions, since a reported pair needs both reports.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import Session, aliased
+
+from survey.privacy import Association, Breakdown, association, breakdown
+
+from .csvfile import CsvTable
+from .errors import DomainError
+from .models import Answer, Question, Submission, Survey
+from .tallies import question_mechanism
+
+LEVEL = 0.95
+#: The ``by`` that groups respondents by the week (Monday to Sunday) their answers arrived in.
+WEEK = "week"
+NO_ANSWER = "no answer"
+
+
+def week_label(day: dt.date) -> str:
+    """The week ``day`` falls in, named by its Monday (ISO weeks start on Monday)."""
+    return f"week of {(day - dt.timedelta(days=day.weekday())).isoformat()}"
+
+
+def _question(survey: Survey, key: str | None, path: tuple[str, ...]) -> Question:
+    for q in survey.questions:
+        if q.key == key:
+            return q
+    if not key:
+        raise DomainError(f"give the key of a question as {path[0]!r}", path=path)
+    raise DomainError(f"this survey has no question {key!r}", path=path)
+
+
+def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:
+    """How many respondents reported each pair of values: ``(first's value, second's or None)``.
+
+    Everyone who answered ``first`` is counted; None stands for "did not answer ``second``".
+    """
+    a, b = aliased(Answer), aliased(Answer)
+    rows = session.execute(
+        select(a.value, b.value, func.count())
+        .select_from(a)
+        .outerjoin(b, and_(b.submission_id == a.submission_id, b.question_id == second.id))
+        .where(a.question_id == first.id)
+        .group_by(a.value, b.value)
+    )
+    return {(value, other): int(count) for value, other, count in rows}
+
+
+def week_counts(session: Session, question: Question) -> dict[str, np.ndarray]:
+    """The question's reported counts per week of submission, in calendar order."""
+    rows = session.execute(
+        select(Answer.value, Submission.submitted_on, func.count())
+        .join(Submission, Submission.id == Answer.submission_id)
+        .where(Answer.question_id == question.id)
+        .group_by(Answer.value, Submission.submitted_on)
+    )
+    k = len(question.options)
+    by_week: dict[dt.date, np.ndarray] = defaultdict(lambda: np.zeros(k, dtype=np.int64))
+    for value, day, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        if 0 <= value < k:
+            by_week[day - dt.timedelta(days=day.weekday())][value] += int(count)
+    return {week_label(monday): by_week[monday] for monday in sorted(by_week)}
+
+
+@dataclass
+class Comparison:
+    """One sensitive question compared across groups (a :class:`Breakdown`) or with another
+    sensitive question (an :class:`Association`), with what the page and the exports need to name it."""
+
+    survey: Survey
+    question: Question
+    by: Question | None  # None: by week
+    kind: str  # "breakdown" or "association"
+    result: Breakdown | Association
+
+    @property
+    def by_name(self) -> str:
+        return "week of submission" if self.by is None else self.by.key
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "survey": self.survey.slug,
+            "question": self.question.key,
+            "question_text": self.question.text,
+            "by": WEEK if self.by is None else self.by.key,
+            "by_text": "Week of submission" if self.by is None else self.by.text,
+            "kind": self.kind,
+            **self.result.to_dict(),
+        }
+
+    def csv(self) -> str:
+        """The table the page shows, one row per group (breakdown) or per cell (association)."""
+        data = self.to_dict()
+        if self.kind == "breakdown":
+            table = CsvTable(BREAKDOWN_COLUMNS)
+            rows = [_breakdown_row(data, group) for group in data["groups"]]
+            rows.append(_breakdown_row(data, {"label": "everyone", **data["total"], "few": False}))
+        else:
+            table = CsvTable(ASSOCIATION_COLUMNS)
+            first, by, level = data["question"], data["by"], data["level"]
+            rows = [[first, c["a"], by, c["b"], *(c[x] for x in CELL_FIELDS), level] for c in data["cells"]]
+            for name, m in (data["measures"] or {}).items():
+                high = math.inf if m["high_unbounded"] else m["ci_high"]
+                rows.append([first, name, by, "", None, None, m["estimate"], m["ci_low"], high, level])
+        return table.header() + table.rows(rows)
+
+
+BREAKDOWN_COLUMNS = [
+    ("question", "text"),
+    ("category", "text"),
+    ("by", "text"),
+    ("group", "text"),
+    ("n", "number"),
+    ("share", "number"),
+    ("ci_low", "number"),
+    ("ci_high", "number"),
+    ("level", "number"),
+    ("few_respondents", "number"),
+    ("difference_vs_rest", "number"),
+    ("difference_ci_low", "number"),
+    ("difference_ci_high", "number"),
+    ("p_value", "number"),
+    ("holm_adjusted_p_value", "number"),
+]
+CELL_FIELDS = ("reported", "unbiased", "proportion", "ci_low", "ci_high")
+ASSOCIATION_COLUMNS = [
+    ("question_a", "text"),
+    ("answer_a", "text"),
+    ("question_b", "text"),
+    ("answer_b", "text"),
+    ("reported", "number"),
+    ("unbiased", "number"),
+    ("estimate", "number"),
+    ("ci_low", "number"),
+    ("ci_high", "number"),
+    ("level", "number"),
+]
+
+
+def _breakdown_row(data: dict[str, Any], group: dict[str, Any]) -> list[Any]:
+    c = group.get("comparison") or {}
+    return [
+        data["question"],
+        data["category"],
+        data["by"],
+        group["label"],
+        group["n"],
+        group["share"],
+        group["ci_low"],
+        group["ci_high"],
+        data["level"],
+        int(bool(group["few"])),
+        c.get("difference"),
+        c.get("ci_low"),
+        c.get("ci_high"),
+        c.get("p_value"),
+        group.get("adjusted_p_value"),
+    ]
+
+
+def _no_answers(question: Question) -> DomainError:
+    return DomainError(
+        f"nobody has answered {question.key!r} yet: there is nothing to compare", status=409, path=("question",)
+    )
+
+
+def compare(
+    session: Session,
+    survey: Survey,
+    question_key: str | None,
+    by: str | None,
+    category: int | str | None = None,
+    level: float = LEVEL,
+) -> Comparison:
+    """Compare the randomized question ``question_key`` by ``by``: a direct question's key (a
+    breakdown by its options), ``"week"`` (a breakdown by week of submission) or another randomized
+    question's key (their association). ``category`` is the option whose share a breakdown shows
+    and compares (its code; the first option by default)."""
+    question = _question(survey, question_key, ("question",))
+    if not question.is_randomized:
+        raise DomainError(
+            f"{question.key!r} is asked directly: choose a randomized question to compare", path=("question",)
+        )
+    mechanism = question_mechanism(question)
+    if by == WEEK:
+        other = None
+    else:
+        other = _question(survey, by, ("by",))
+        if other.id == question.id:
+            raise DomainError("choose a different question to compare with", path=("by",))
+    try:
+        code = 0 if category in (None, "") else int(category)
+    except (TypeError, ValueError):
+        code = -1
+    if not 0 <= code < len(question.options):
+        raise DomainError(f"category must be an option code of {question.key!r}", path=("category",))
+
+    if other is not None and other.is_randomized:
+        pairs = pair_counts(session, question, other)
+        table = np.zeros((len(question.options), len(other.options)), dtype=np.int64)
+        for (value, value_b), count in pairs.items():
+            if value_b is not None and 0 <= value < table.shape[0] and 0 <= value_b < table.shape[1]:
+                table[value, value_b] += count
+        if table.sum() == 0:
+            raise DomainError(
+                f"nobody has answered both {question.key!r} and {other.key!r} yet", status=409, path=("by",)
+            )
+        result = association(mechanism, question_mechanism(other), table, level)
+        return Comparison(survey, question, other, "association", result)
+
+    if other is None:
+        groups = week_counts(session, question)
+    else:
+        pairs = pair_counts(session, question, other)
+        labels = {o.code: o.label for o in other.options}
+        k = len(question.options)
+        counts = {label: np.zeros(k, dtype=np.int64) for label in labels.values()}
+        skipped = np.zeros(k, dtype=np.int64)
+        for (value, group), count in pairs.items():
+            if 0 <= value < k:
+                (counts[labels[group]] if group in labels else skipped)[value] += count
+        groups = dict(counts)
+        if skipped.sum():
+            groups[NO_ANSWER if NO_ANSWER not in groups else f"({NO_ANSWER})"] = skipped
+    if not groups or sum(int(c.sum()) for c in groups.values()) == 0:
+        raise _no_answers(question)
+    result = breakdown(mechanism, groups, level=level, category=code)
+    return Comparison(survey, question, other, "breakdown", result)
+
+
+def comparable(survey: Survey) -> tuple[list[Question], list[Question]]:
+    """The questions a comparison can be asked about (randomized) and by (direct), in survey order."""
+    randomized = [q for q in survey.questions if q.is_randomized]
+    direct = [q for q in survey.questions if not q.is_randomized]
+    return randomized, direct

@@ -1,0 +1,163 @@
+"""Comparisons on the results side: breakdowns by a direct question and by week, associations.
+
+Each number is held against the privacy core applied to counts the test makes itself from what it
+submitted: a breakdown's group is ``estimate`` on that group's own counts, an association is
+``association`` on the table of reported pairs.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from collections import Counter
+
+import numpy as np
+import pytest
+from sqlalchemy import select, update
+
+from survey.domain.analysis import NO_ANSWER, week_label
+from survey.domain.models import Submission, Survey
+from survey.platform.extensions import db
+from survey.privacy import association, breakdown, estimate
+
+from .conftest import SMALL_SPEC
+
+SLUG = SMALL_SPEC["slug"]
+N = 60
+# a deterministic mix in which "drugs" depends on "age": the young report "yes" (code 0) more often
+SUBMISSIONS = []
+for i in range(N):
+    age = None if i % 10 == 0 else i % 2
+    answers = {"drugs": 0 if (age == 0 and i % 3) or i % 7 == 0 else 1, "mirror": (i // 3) % 2, "often": i % 4}
+    if age is not None:
+        answers["age"] = age
+    SUBMISSIONS.append(answers)
+
+
+@pytest.fixture
+def answered(client, small_survey):
+    for answers in SUBMISSIONS:
+        response = client.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers})
+        assert response.status_code == 201, response.get_json()
+    return small_survey
+
+
+@pytest.fixture
+def mechanisms(app, small_survey):
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == small_survey))
+        return {q.key: q.mechanism() for q in survey.randomized_questions}
+
+
+def _counts(key: str, where, k: int) -> np.ndarray:
+    tally = Counter(s[key] for s in SUBMISSIONS if where(s))
+    return np.array([tally[c] for c in range(k)])
+
+
+def test_breakdown_groups_are_each_estimated_on_their_own_counts(signed_in, answered, mechanisms):
+    got = signed_in.get(f"/api/surveys/{answered}/compare?question=drugs&by=age")
+    assert got.status_code == 200, got.get_json()
+    data = got.get_json()
+    assert data["kind"] == "breakdown" and data["category"] == "yes"
+    groups = {
+        "young": _counts("drugs", lambda s: s.get("age") == 0, 2),
+        "old": _counts("drugs", lambda s: s.get("age") == 1, 2),
+        NO_ANSWER: _counts("drugs", lambda s: "age" not in s, 2),
+    }
+    assert [g["label"] for g in data["groups"]] == list(groups)
+    expected = breakdown(mechanisms["drugs"], groups)
+    for row, (label, counts) in zip(data["groups"], groups.items(), strict=True):
+        own = estimate(mechanisms["drugs"], counts)
+        low, high = own.ci()
+        assert row["n"] == counts.sum()
+        assert row["share"] == own.proportions[0] and (row["ci_low"], row["ci_high"]) == (low[0], high[0])
+        assert row["comparison"] == expected[label].comparison.to_dict()
+    assert data["total"]["n"] == N
+    assert data["homogeneity_p_value"] == pytest.approx(expected.homogeneity_p_value, abs=0)
+
+
+def test_breakdown_by_week_groups_by_the_monday_of_each_submission(app, signed_in, answered, mechanisms):
+    days = [dt.date(2026, 11, 2), dt.date(2026, 11, 8), dt.date(2026, 11, 9)]  # Monday, Sunday, Monday
+    with app.app_context():
+        ids = db.session.scalars(select(Submission.id).order_by(Submission.id)).all()
+        for i, sid in enumerate(ids):
+            db.session.execute(update(Submission).where(Submission.id == sid).values(submitted_on=days[i % 3]))
+        db.session.commit()
+    data = signed_in.get(f"/api/surveys/{answered}/compare?question=often&by=week&category=2").get_json()
+    assert [g["label"] for g in data["groups"]] == ["week of 2026-11-02", "week of 2026-11-09"]
+    assert week_label(dt.date(2026, 11, 8)) == "week of 2026-11-02"
+    first = np.array([0, 0, 0, 0])
+    for i, s in enumerate(SUBMISSIONS):
+        if i % 3 != 2:
+            first[s["often"]] += 1
+    own = estimate(mechanisms["often"], first)
+    assert data["category"] == "often" and data["groups"][0]["n"] == first.sum()
+    assert data["groups"][0]["share"] == own.proportions[2]
+
+
+def test_association_is_the_product_design_on_the_table_of_reported_pairs(signed_in, answered, mechanisms):
+    data = signed_in.get(f"/api/surveys/{answered}/compare?question=drugs&by=mirror").get_json()
+    assert data["kind"] == "association"
+    table = np.zeros((2, 2), dtype=int)
+    for s in SUBMISSIONS:
+        table[s["drugs"], s["mirror"]] += 1
+    expected = association(mechanisms["drugs"], mechanisms["mirror"], table).to_dict()
+    assert data["n"] == N and [c["reported"] for c in data["cells"]] == table.reshape(-1).tolist()
+    assert data["cells"] == expected["cells"] and data["measures"] == expected["measures"]
+
+
+def test_comparison_csv_is_the_page_table(signed_in, answered):
+    response = signed_in.get(f"/surveys/{answered}/compare.csv?question=drugs&by=age")
+    assert response.status_code == 200
+    assert response.headers["Content-Disposition"] == f'attachment; filename="{SLUG}-drugs-by-age.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
+    data = signed_in.get(f"/api/surveys/{answered}/compare?question=drugs&by=age").get_json()
+    assert [r["group"] for r in rows] == [g["label"] for g in data["groups"]] + ["everyone"]
+    for row, group in zip(rows, data["groups"], strict=False):
+        assert float(row["share"]) == group["share"] and int(row["n"]) == group["n"]
+        assert float(row["difference_vs_rest"]) == group["comparison"]["difference"]
+    pairs = signed_in.get(f"/surveys/{answered}/compare.csv?question=drugs&by=mirror").get_data(as_text=True)
+    assert pairs.splitlines()[0].startswith("question_a,answer_a,question_b,answer_b")
+    assert "odds_ratio" in pairs
+
+
+def test_the_page_shows_one_row_per_group_with_intervals_and_a_chart(signed_in, answered):
+    page = signed_in.get(f"/surveys/{answered}/compare?question=drugs&by=age").get_data(as_text=True)
+    for label in ("young", "old", NO_ANSWER):
+        assert f'<th scope="row">{label}' in page
+    assert "<svg" in page and "interval" in page and "download>This table (CSV)" in page
+    results = signed_in.get(f"/surveys/{answered}/results").get_data(as_text=True)
+    assert f"/surveys/{answered}/compare" in results
+    pair = signed_in.get(f"/surveys/{answered}/compare?question=drugs&by=mirror").get_data(as_text=True)
+    assert "Odds ratio" in pair and "Correlation" in pair
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("question=age&by=drugs", ["question"]),  # a direct question is not compared
+        ("question=nope&by=age", ["question"]),
+        ("by=age", ["question"]),
+        ("question=drugs&by=drugs", ["by"]),
+        ("question=drugs&by=nope", ["by"]),
+        ("question=drugs&by=age&category=2", ["category"]),
+        ("question=drugs&by=age&category=x", ["category"]),
+    ],
+)
+def test_a_bad_choice_is_a_400_that_says_which_input(signed_in, answered, query, path):
+    response = signed_in.get(f"/api/surveys/{answered}/compare?{query}")
+    assert response.status_code == 400 and response.get_json()["path"] == path
+    assert signed_in.get(f"/surveys/{answered}/compare.csv?{query}").status_code == 400
+
+
+def test_before_anyone_answered_the_page_says_so(signed_in, small_survey):
+    page = signed_in.get(f"/surveys/{small_survey}/compare")
+    assert page.status_code == 200 and "Nobody has answered" in page.get_data(as_text=True)
+    assert signed_in.get(f"/api/surveys/{small_survey}/compare?question=drugs&by=age").status_code == 409
+
+
+def test_comparisons_are_for_results_readers_only(client, small_survey):
+    assert client.get(f"/api/surveys/{small_survey}/compare?question=drugs&by=age").status_code == 401
+    assert client.get(f"/surveys/{small_survey}/compare").status_code == 302
+    assert client.get(f"/surveys/{small_survey}/compare.csv").status_code == 302
