@@ -161,3 +161,15 @@ def test_comparisons_are_for_results_readers_only(client, small_survey):
     assert client.get(f"/api/surveys/{small_survey}/compare?question=drugs&by=age").status_code == 401
     assert client.get(f"/surveys/{small_survey}/compare").status_code == 302
     assert client.get(f"/surveys/{small_survey}/compare.csv").status_code == 302
+
+
+def test_the_demo_has_a_difference_by_age_and_an_association_to_find(app):
+    from survey.domain.analysis import compare
+    from survey.domain.demo import create_demo
+
+    with app.app_context():
+        survey = create_demo(db.session)
+        by_age = compare(db.session, survey, "cannabis", "age_group").result
+        assert by_age["18–29"].comparison.significant and by_age["18–29"].comparison.difference > 0
+        pair = compare(db.session, survey, "cannabis", "cheating").result
+        assert pair.odds_ratio.low > 1  # those who used cannabis cheated more often, as simulated

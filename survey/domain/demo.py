@@ -82,6 +82,16 @@ DEMO_SPEC: dict[str, Any] = {
 }
 
 
+#: The simulated respondents' true answers depend on one another as real ones would, so that the
+#: compare page has something to find: a question's key → (the key it depends on, per code of that
+#: question the distribution of this one's true answer). The others are drawn from their rates alone.
+DEPENDENCE: dict[str, tuple[str, list[list[float]]]] = {
+    "cannabis": ("age_group", [[0.32, 0.68], [0.2, 0.8], [0.12, 0.88], [0.05, 0.95]]),
+    "drink_driving": ("age_group", [[0.14, 0.86], [0.1, 0.9], [0.07, 0.93], [0.04, 0.96]]),
+    "cheating": ("cannabis", [[0.38, 0.62], [0.18, 0.82]]),
+}
+
+
 def ensure_demo_user(session: Session) -> User:
     user = session.scalar(select(User).where(User.username == DEMO_USER))
     if user is None:
@@ -99,8 +109,18 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
     """
     rng = np.random.default_rng(seed)
     reported = {}
-    for q in survey.questions:
-        truth = rng.choice(len(q.options), size=respondents, p=q.simulated_truth)
+    truths: dict[str, np.ndarray] = {}
+    pending = list(survey.questions)
+    while pending:  # each question after the one it depends on
+        q = next(q for q in pending if q.key not in DEPENDENCE or DEPENDENCE[q.key][0] in truths)
+        pending.remove(q)
+        if q.key in DEPENDENCE:
+            parent, table = DEPENDENCE[q.key]
+            cumulative = np.cumsum(np.asarray(table, dtype=float), axis=1)[truths[parent]]
+            truth = (rng.random(respondents)[:, None] >= cumulative).sum(axis=1)
+        else:
+            truth = rng.choice(len(q.options), size=respondents, p=q.simulated_truth)
+        truths[q.key] = truth
         mechanism = q.mechanism()
         reported[q.id] = truth if mechanism is None else mechanism.randomize(truth, rng)
         # What the estimates are compared with on the results page: the true shares among these
