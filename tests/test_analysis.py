@@ -29,7 +29,7 @@ N = 60
 SUBMISSIONS = []
 for i in range(N):
     age = None if i % 10 == 0 else i % 2
-    answers = {"drugs": 0 if (age == 0 and i % 3) or i % 7 == 0 else 1, "mirror": (i // 3) % 2, "often": i % 4}
+    answers = {"drugs": 0 if (age == 0) == (i % 3 != 0) else 1, "mirror": (i // 3) % 2, "often": i % 4}
     if age is not None:
         answers["age"] = age
     SUBMISSIONS.append(answers)
@@ -173,3 +173,52 @@ def test_the_demo_has_a_difference_by_age_and_an_association_to_find(app):
         assert by_age["18–29"].comparison.significant and by_age["18–29"].comparison.difference > 0
         pair = compare(db.session, survey, "cannabis", "cheating").result
         assert pair.odds_ratio.low > 1  # those who used cannabis cheated more often, as simulated
+
+
+# -- regression ------------------------------------------------------------------------------------
+
+
+def test_a_regression_on_one_direct_question_predicts_each_group_as_its_breakdown_does(signed_in, answered):
+    """With one categorical covariate the model is saturated: its maximum-likelihood share per group
+    is the group's own consistent estimate, which the breakdown shows."""
+    fit = signed_in.get(f"/api/surveys/{answered}/regression?outcome=drugs&covariates=age").get_json()
+    assert fit["converged"] and [c["name"] for c in fit["coefficients"]] == ["const", "age = old"]
+    groups = signed_in.get(f"/api/surveys/{answered}/compare?question=drugs&by=age").get_json()["groups"]
+    by_label = {g["label"]: g for g in groups}
+    assert [p["pattern"]["age"] for p in fit["predictions"]] == ["young", "old"]
+    for p in fit["predictions"]:
+        group = by_label[p["pattern"]["age"]]
+        assert p["n"] == group["n"] and p["share"] == pytest.approx(group["share"], abs=1e-7)
+    assert fit["n"] == sum(1 for s in SUBMISSIONS if "age" in s)  # who skipped a covariate is left out
+
+
+def test_regression_page_and_csv(signed_in, answered):
+    page = signed_in.get(f"/surveys/{answered}/regression?outcome=drugs&covariates=age")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200 and "Odds ratio" in text and "age = old" in text and "Predicted share" in text
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                signed_in.get(f"/surveys/{answered}/regression.csv?outcome=drugs&covariates=age").get_data(as_text=True)
+            )
+        )
+    )
+    fit = signed_in.get(f"/api/surveys/{answered}/regression?outcome=drugs&covariates=age").get_json()
+    assert [r["term"] for r in rows] == ["const", "age = old"]
+    assert float(rows[1]["odds_ratio"]) == fit["coefficients"][1]["odds_ratio"]
+    assert "regression" in signed_in.get(f"/surveys/{answered}/results").get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("outcome=age&covariates=age", ["outcome"]),
+        ("outcome=drugs", ["covariates"]),
+        ("outcome=drugs&covariates=mirror", ["covariates"]),  # a randomized covariate
+        ("outcome=drugs&covariates=nope", ["covariates"]),
+        ("outcome=often&covariates=age&category=9", ["category"]),
+    ],
+)
+def test_a_bad_regression_is_a_400_that_says_which_input(signed_in, answered, query, path):
+    response = signed_in.get(f"/api/surveys/{answered}/regression?{query}")
+    assert response.status_code == 400 and response.get_json()["path"] == path

@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session, aliased
 
-from survey.privacy import Association, Breakdown, association, breakdown
+from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
 
 from .csvfile import CsvTable
 from .errors import DomainError
@@ -255,3 +255,154 @@ def comparable(survey: Survey) -> tuple[list[Question], list[Question]]:
     randomized = [q for q in survey.questions if q.is_randomized]
     direct = [q for q in survey.questions if not q.is_randomized]
     return randomized, direct
+
+
+# -- regression ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Regression:
+    """A logistic regression of one randomized yes/no-like outcome on direct questions, fitted on
+    the counts per covariate pattern (:func:`survey.privacy.rr_logistic`)."""
+
+    survey: Survey
+    outcome: Question
+    category: int
+    covariates: list[Question]
+    fit: RRLogisticResult
+    patterns: list[tuple[str, ...]]  # per distinct pattern: the option labels, in covariate order
+    pattern_n: list[int]
+    pattern_x: np.ndarray
+    dropped: list[str]  # indicator columns left out because no respondent had that option
+
+    def to_dict(self, level: float = LEVEL) -> dict[str, Any]:
+        share, low, high = self.fit.predict(self.pattern_x, level) if self.fit.converged else (None, None, None)
+        predictions = [
+            {
+                "pattern": dict(zip([q.key for q in self.covariates], labels, strict=True)),
+                "n": n,
+                **(
+                    {"share": float(share[i]), "ci_low": float(low[i]), "ci_high": float(high[i])}
+                    if share is not None
+                    else {"share": None, "ci_low": None, "ci_high": None}
+                ),
+            }
+            for i, (labels, n) in enumerate(zip(self.patterns, self.pattern_n, strict=True))
+        ]
+        return {
+            "survey": self.survey.slug,
+            "outcome": self.outcome.key,
+            "outcome_text": self.outcome.text,
+            "category": self.outcome.labels[self.category],
+            "covariates": [
+                {"key": q.key, "text": q.text, "baseline": q.labels[0], "options": q.labels} for q in self.covariates
+            ],
+            "dropped": self.dropped,
+            **self.fit.to_dict(level),
+            "predictions": predictions,
+        }
+
+    def csv(self) -> str:
+        data = self.to_dict()
+        table = CsvTable(REGRESSION_COLUMNS)
+        rows = [
+            [data["outcome"], data["category"], c["name"], *(c[x] for x in COEFFICIENT_FIELDS), data["level"]]
+            for c in data["coefficients"]
+        ]
+        return table.header() + table.rows(rows)
+
+
+COEFFICIENT_FIELDS = (
+    "estimate",
+    "standard_error",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "odds_ratio",
+    "odds_ratio_low",
+    "odds_ratio_high",
+)
+REGRESSION_COLUMNS = [
+    ("outcome", "text"),
+    ("category", "text"),
+    ("term", "text"),
+    *((name, "number") for name in COEFFICIENT_FIELDS),
+    ("level", "number"),
+]
+MAX_COVARIATES = 6
+
+
+def pattern_counts(session: Session, outcome: Question, covariates: list[Question]) -> list[tuple[int, ...]]:
+    """``(outcome value, covariate values..., count)`` per distinct combination, among respondents
+    who answered the outcome and every covariate (one GROUP BY over a join per covariate)."""
+    joined = [aliased(Answer) for _ in covariates]
+    o = aliased(Answer)
+    query = select(o.value, *(c.value for c in joined), func.count()).select_from(o)
+    for alias, q in zip(joined, covariates, strict=True):
+        query = query.join(alias, and_(alias.submission_id == o.submission_id, alias.question_id == q.id))
+    query = query.where(o.question_id == outcome.id).group_by(o.value, *(c.value for c in joined))
+    return [tuple(int(v) for v in row) for row in session.execute(query)]
+
+
+def regression(
+    session: Session,
+    survey: Survey,
+    outcome_key: str | None,
+    covariate_keys: list[str],
+    category: int | str | None = None,
+) -> Regression:
+    """Fit ``P(true answer = category | covariates)`` by logistic regression on the randomized
+    outcome; each direct covariate enters as indicators of its options, the first option the baseline."""
+    outcome = _question(survey, outcome_key, ("outcome",))
+    if not outcome.is_randomized:
+        raise DomainError(f"{outcome.key!r} is asked directly: choose a randomized outcome", path=("outcome",))
+    try:
+        code = 0 if category in (None, "") else int(category)
+    except (TypeError, ValueError):
+        code = -1
+    if not 0 <= code < len(outcome.options):
+        raise DomainError(f"category must be an option code of {outcome.key!r}", path=("category",))
+    mechanism = question_mechanism(outcome)
+    if mechanism.affine_coefficients(code) is None:
+        raise DomainError(
+            "this outcome's design does not report the chosen answer as a misclassified yes/no, so the "
+            "model does not apply",
+            path=("category",),
+        )
+    keys = list(dict.fromkeys(k for k in covariate_keys if k))
+    if not keys:
+        raise DomainError("choose at least one covariate", path=("covariates",))
+    if len(keys) > MAX_COVARIATES:
+        raise DomainError(f"choose at most {MAX_COVARIATES} covariates", path=("covariates",))
+    covariates = [_question(survey, key, ("covariates",)) for key in keys]
+    for q in covariates:
+        if q.is_randomized:
+            raise DomainError(f"{q.key!r} is randomized: covariates are questions asked directly", path=("covariates",))
+    rows = pattern_counts(session, outcome, covariates)
+    if not rows:
+        raise DomainError("nobody has answered the outcome and every covariate yet", status=409, path=("outcome",))
+    values = np.array([row[1:-1] for row in rows], dtype=int)
+    # one indicator per option but the first, for the options someone in the sample chose
+    columns, names, dropped = [], [], []
+    for j, q in enumerate(covariates):
+        seen = set(values[:, j].tolist())
+        for code_, label in enumerate(q.labels[1:], start=1):
+            if code_ in seen:
+                columns.append((j, code_))
+                names.append(f"{q.key} = {label}")
+            else:
+                dropped.append(f"{q.key} = {label}")
+    X = np.array([[float(v[j] == c) for j, c in columns] for v in values]).reshape(len(rows), len(columns))
+    reports = np.array([int(row[0] == code) for row in rows])
+    weights = np.array([row[-1] for row in rows], dtype=float)
+    try:
+        fit = rr_logistic(mechanism, X, reports, weights, category=code, names=names)
+    except ValueError as e:
+        raise DomainError(f"the model cannot be fitted: {e}", status=409, path=("covariates",)) from None
+    patterns: dict[tuple[int, ...], int] = defaultdict(int)
+    for v, row in zip(values, rows, strict=True):
+        patterns[tuple(v.tolist())] += row[-1]
+    order = sorted(patterns)
+    pattern_x = np.array([[float(p[j] == c) for j, c in columns] for p in order]).reshape(len(order), len(columns))
+    labels = [tuple(q.labels[p[j]] for j, q in enumerate(covariates)) for p in order]
+    return Regression(survey, outcome, code, covariates, fit, labels, [patterns[p] for p in order], pattern_x, dropped)

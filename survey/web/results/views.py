@@ -14,7 +14,7 @@ from flask import Response, jsonify, render_template, request, stream_with_conte
 from flask_login import current_user, login_required
 
 from survey.domain.access import survey_for, visible_surveys
-from survey.domain.analysis import WEEK, Comparison, comparable, compare
+from survey.domain.analysis import WEEK, Comparison, Regression, comparable, compare, regression
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.models import Survey
@@ -270,5 +270,70 @@ def compare_api(slug: str):
     survey = _survey_or_404(slug)
     try:
         return jsonify(_comparison(survey).to_dict())
+    except DomainError as e:
+        return jsonify(e.to_json()), e.status
+
+
+# -- regression ------------------------------------------------------------------------------------
+
+
+def _regression(survey: Survey) -> Regression:
+    args = request.args
+    return regression(db.session, survey, args.get("outcome"), args.getlist("covariates"), args.get("category"))
+
+
+@bp.get("/surveys/<slug>/regression")
+@login_required
+def regression_page(slug: str):
+    """What predicts a sensitive answer: a logistic regression on questions asked directly."""
+    survey = _survey_or_404(slug)
+    randomized, direct = comparable(survey)
+    outcome = request.args.get("outcome") or (randomized[0].key if randomized else None)
+    chosen = request.args.getlist("covariates") if "outcome" in request.args else [q.key for q in direct]
+    result: Regression | None = None
+    error: DomainError | None = None
+    status = 200
+    if randomized and direct:
+        try:
+            result = regression(db.session, survey, outcome, chosen, request.args.get("category"))
+        except DomainError as e:
+            error, status = e, (200 if e.status == 409 else e.status)
+    query = {"outcome": outcome, "covariates": chosen}
+    return (
+        render_template(
+            "results/regression.html",
+            survey=survey,
+            randomized=randomized,
+            direct=direct,
+            outcome=outcome,
+            chosen=chosen,
+            result=result,
+            data=None if result is None else result.to_dict(),
+            error=error,
+            query=query,
+        ),
+        status,
+    )
+
+
+@bp.get("/surveys/<slug>/regression.csv")
+@login_required
+def regression_file(slug: str):
+    survey = _survey_or_404(slug)
+    try:
+        fitted = _regression(survey)
+    except DomainError as e:
+        return Response(e.message + "\n", status=e.status, mimetype="text/plain")
+    return _download(fitted.csv(), f"{survey.slug}-{fitted.outcome.key}-regression.csv", "text/csv")
+
+
+@bp.get("/api/surveys/<slug>/regression")
+def regression_api(slug: str):
+    """The fit as JSON; errors as ``{"error", "status", "path"}``."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see results.", status=401), 401
+    survey = _survey_or_404(slug)
+    try:
+        return jsonify(_regression(survey).to_dict())
     except DomainError as e:
         return jsonify(e.to_json()), e.status
