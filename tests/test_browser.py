@@ -495,3 +495,32 @@ def test_survey_and_privacy_pages_run_under_the_content_security_policy(live_ser
     expect(page.locator("#privacy-link")).to_be_visible()
     assert page.evaluate("document.querySelectorAll('script:not([src]), style, [style]').length") == 0
     assert not blocked, blocked
+
+
+def test_researcher_breaks_the_demo_down_by_age_and_downloads_the_table(live_server, page):
+    """The compare page in a real browser: one row per age group with its interval, a chart, the CSV."""
+    _, base = live_server
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", "demo")
+    page.fill("#password", "demo-password")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    page.goto(f"{base}/surveys/health-and-habits/results")
+    with page.expect_navigation():
+        page.click("text=Compare a sensitive answer by group")
+    page.select_option("#question", "cannabis")
+    page.select_option("#by", "age_group")
+    with page.expect_navigation():
+        page.click("button:has-text('Compare')")
+    rows = page.locator("#compare-caption >> xpath=.. >> tbody tr")
+    expect(rows).to_have_count(4)
+    for label in ("18–29", "30–44", "45–64", "65 or older"):
+        row = page.locator("tbody tr", has=page.locator(f"th:text-is('{label}')"))
+        expect(row).to_contain_text("%")
+        expect(row).to_contain_text(" to ")
+    expect(page.locator("svg.chart")).to_be_visible()
+    with page.expect_download() as download:
+        page.click("text=This table (CSV)")
+    lines = open(download.value.path(), encoding="utf-8").read().splitlines()
+    assert lines[0].startswith("question,category,by,group,n,share")
+    assert [line.split(",")[3] for line in lines[1:]] == ["18–29", "30–44", "45–64", "65 or older", "everyone"]
