@@ -185,7 +185,8 @@ def test_a_researcher_sees_results_and_nothing_to_manage(app, small_survey):
         path = fill(rule, small_survey)
         where = f"{method} {path} ({rule.endpoint})"
         if rule.endpoint.startswith("results."):
-            assert method == "GET" and client.get(path).status_code == 200, where
+            # 409: a comparison or a regression before anyone answered
+            assert method == "GET" and client.get(path).status_code in (200, 409), where
         else:
             assert rule.endpoint.startswith("organize."), f"{where}: which role may use this?"
             for data in (None, DESIGN_CHANGES[0]):

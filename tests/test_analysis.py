@@ -138,7 +138,6 @@ def test_the_page_shows_one_row_per_group_with_intervals_and_a_chart(signed_in, 
     [
         ("question=age&by=drugs", ["question"]),  # a direct question is not compared
         ("question=nope&by=age", ["question"]),
-        ("by=age", ["question"]),
         ("question=drugs&by=drugs", ["by"]),
         ("question=drugs&by=nope", ["by"]),
         ("question=drugs&by=age&category=2", ["category"]),
@@ -213,7 +212,7 @@ def test_regression_page_and_csv(signed_in, answered):
     ("query", "path"),
     [
         ("outcome=age&covariates=age", ["outcome"]),
-        ("outcome=drugs", ["covariates"]),
+        ("outcome=drugs", ["covariates"]),  # an outcome given without covariates
         ("outcome=drugs&covariates=mirror", ["covariates"]),  # a randomized covariate
         ("outcome=drugs&covariates=nope", ["covariates"]),
         ("outcome=often&covariates=age&category=9", ["category"]),
@@ -222,3 +221,11 @@ def test_regression_page_and_csv(signed_in, answered):
 def test_a_bad_regression_is_a_400_that_says_which_input(signed_in, answered, query, path):
     response = signed_in.get(f"/api/surveys/{answered}/regression?{query}")
     assert response.status_code == 400 and response.get_json()["path"] == path
+
+
+def test_without_a_choice_the_downloads_start_where_the_pages_do(signed_in, answered):
+    """The first randomized question by the first direct one; a regression on every direct one."""
+    plain = signed_in.get(f"/api/surveys/{answered}/compare").get_json()
+    assert (plain["question"], plain["by"]) == ("drugs", "age")
+    fit = signed_in.get(f"/api/surveys/{answered}/regression").get_json()
+    assert fit["outcome"] == "drugs" and [c["key"] for c in fit["covariates"]] == ["age"]

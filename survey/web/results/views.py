@@ -189,11 +189,19 @@ def codebook_file(slug: str):
 # -- comparisons -----------------------------------------------------------------------------------
 
 
+def _comparison_choice(survey: Survey) -> tuple[str | None, str, str | None]:
+    """``question``, ``by`` and ``category`` from the query string; what is not given starts from
+    the first randomized question, by the first question asked directly (or by week)."""
+    randomized, direct = comparable(survey)
+    question = request.args.get("question") or (randomized[0].key if randomized else None)
+    by = request.args.get("by") or (direct[0].key if direct else WEEK)
+    return question, by, request.args.get("category")
+
+
 def _comparison(survey: Survey) -> Comparison:
-    """The comparison the query string asks for (``question``, ``by``, ``category``); a
-    :class:`DomainError` (400 for a bad choice, 409 before anyone answered) when there is none."""
-    args = request.args
-    return compare(db.session, survey, args.get("question"), args.get("by"), args.get("category"))
+    """The comparison the query string asks for; a :class:`DomainError` (400 for a bad choice, 409
+    before anyone answered) when there is none."""
+    return compare(db.session, survey, *_comparison_choice(survey))
 
 
 def _group_chart(comparison: Comparison) -> Chart:
@@ -215,9 +223,7 @@ def compare_page(slug: str):
     """One sensitive question by a direct question, by week, or against another sensitive question."""
     survey = _survey_or_404(slug)
     randomized, direct = comparable(survey)
-    question = request.args.get("question") or (randomized[0].key if randomized else None)
-    by = request.args.get("by") or (direct[0].key if direct else WEEK)
-    category = request.args.get("category")
+    question, by, category = _comparison_choice(survey)
     chosen = next((q for q in randomized if q.key == question), None)
     if chosen is not None and category not in [str(o.code) for o in chosen.options]:
         category = None  # another question was picked: start from its first option
@@ -277,9 +283,17 @@ def compare_api(slug: str):
 # -- regression ------------------------------------------------------------------------------------
 
 
+def _regression_choice(survey: Survey) -> tuple[str | None, list[str]]:
+    """``outcome`` and ``covariates`` from the query string; without an outcome, the first
+    randomized question on every question asked directly."""
+    randomized, direct = comparable(survey)
+    if "outcome" not in request.args:
+        return (randomized[0].key if randomized else None), [q.key for q in direct]
+    return request.args.get("outcome"), request.args.getlist("covariates")
+
+
 def _regression(survey: Survey) -> Regression:
-    args = request.args
-    return regression(db.session, survey, args.get("outcome"), args.getlist("covariates"), args.get("category"))
+    return regression(db.session, survey, *_regression_choice(survey), request.args.get("category"))
 
 
 @bp.get("/surveys/<slug>/regression")
@@ -288,8 +302,7 @@ def regression_page(slug: str):
     """What predicts a sensitive answer: a logistic regression on questions asked directly."""
     survey = _survey_or_404(slug)
     randomized, direct = comparable(survey)
-    outcome = request.args.get("outcome") or (randomized[0].key if randomized else None)
-    chosen = request.args.getlist("covariates") if "outcome" in request.args else [q.key for q in direct]
+    outcome, chosen = _regression_choice(survey)
     result: Regression | None = None
     error: DomainError | None = None
     status = 200
