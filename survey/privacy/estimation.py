@@ -730,6 +730,25 @@ def _multinomial_covariance(lam: np.ndarray) -> np.ndarray:
     return lam[..., :, None] * eye - lam[..., :, None] * lam[..., None, :]
 
 
+def check_counts(mechanism: Mechanism, counts: Any) -> np.ndarray:
+    """``counts`` as floats after the checks every estimator from counts makes (a Mechanism, one
+    non-negative whole number per category, possibly stacked); a ValueError that says what is wrong."""
+    if not isinstance(mechanism, Mechanism):
+        raise ValueError("the first argument must be a Mechanism")
+    try:
+        raw = np.asarray(counts, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("counts must be numbers, one per category") from None
+    if raw.ndim == 0 or raw.shape[-1] != mechanism.k:
+        got = "a single number" if raw.ndim == 0 else f"{raw.shape[-1]} counts"
+        raise ValueError(f"expected {mechanism.k} counts ({', '.join(mechanism.labels)}), got {got}")
+    if not np.all(np.isfinite(raw)) or np.any(raw < 0):
+        raise ValueError("counts must be non-negative numbers")
+    if np.any(raw != np.round(raw)):
+        raise ValueError("counts must be whole numbers")
+    return raw
+
+
 def estimate(mechanism: Mechanism, counts: Any) -> Estimate:
     """Debias the reported counts of one randomized question.
 
@@ -747,19 +766,7 @@ def estimate(mechanism: Mechanism, counts: Any) -> Estimate:
     ``ValueError`` for counts of the wrong length, negative or fractional counts, or no responses.
     A small sample is not an error: it gives wide intervals.
     """
-    if not isinstance(mechanism, Mechanism):
-        raise ValueError("the first argument must be a Mechanism")
-    try:
-        raw = np.asarray(counts, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("counts must be numbers, one per category") from None
-    if raw.ndim == 0 or raw.shape[-1] != mechanism.k:
-        got = "a single number" if raw.ndim == 0 else f"{raw.shape[-1]} counts"
-        raise ValueError(f"expected {mechanism.k} counts ({', '.join(mechanism.labels)}), got {got}")
-    if not np.all(np.isfinite(raw)) or np.any(raw < 0):
-        raise ValueError("counts must be non-negative numbers")
-    if np.any(raw != np.round(raw)):
-        raise ValueError("counts must be whole numbers")
+    raw = check_counts(mechanism, counts)
     if np.any(raw.sum(axis=-1) == 0):
         raise ValueError("no responses: there is nothing to estimate until someone has answered")
     return Estimate(mechanism, raw.astype(np.int64))

@@ -91,7 +91,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .estimation import _check_level
+from .estimation import _check_level, check_counts
 from .mechanisms import Mechanism
 
 __all__ = [
@@ -387,23 +387,6 @@ class ConfidenceSequence:
         return f"ConfidenceSequence(t={self.t}, level={self.level}, {parts})"
 
 
-def _check_counts(mechanism: Mechanism, counts: Any) -> np.ndarray:
-    if not isinstance(mechanism, Mechanism):
-        raise ValueError("the first argument must be a Mechanism")
-    try:
-        raw = np.asarray(counts, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("counts must be numbers, one per category") from None
-    if raw.ndim == 0 or raw.shape[-1] != mechanism.k:
-        got = "a single number" if raw.ndim == 0 else f"{raw.shape[-1]} counts"
-        raise ValueError(f"expected {mechanism.k} counts ({', '.join(mechanism.labels)}), got {got}")
-    if not np.all(np.isfinite(raw)) or np.any(raw < 0):
-        raise ValueError("counts must be non-negative numbers")
-    if np.any(raw != np.round(raw)):
-        raise ValueError("counts must be whole numbers")
-    return raw
-
-
 def _map_to_shares(
     lam_low: np.ndarray, lam_high: np.ndarray, share_hat: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -445,7 +428,7 @@ def confidence_sequence(
     With no reports yet every interval is [0, 1].
     """
     level = _check_level(level)
-    raw = _check_counts(mechanism, counts)
+    raw = check_counts(mechanism, counts)
     k = mechanism.k
     piece = 1.0 - (1.0 - level) / k if simultaneous and k > 2 else level
     chosen, prior = prior, _resolve_prior(prior, piece)
@@ -616,7 +599,7 @@ def anytime_test(
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, got {alternative!r}")
-    raw = _check_counts(mechanism, counts)
+    raw = check_counts(mechanism, counts)
     if raw.ndim != 1:
         raise ValueError("anytime_test takes the counts of one survey")
     if not isinstance(category, (int, np.integer)) or not 0 <= category < mechanism.k:
