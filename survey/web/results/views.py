@@ -7,6 +7,7 @@ tallies, then :func:`survey.privacy.estimate`); these views only choose how to p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,28 +257,36 @@ def compare_page(slug: str):
     )
 
 
-@bp.get("/surveys/<slug>/compare.csv")
-@login_required
-def compare_file(slug: str):
+def _analysis_csv(slug: str, make: Callable[[Survey], Comparison | Regression], name: Callable[[Any], str]):
+    """An analysis as a CSV download; a refused choice as plain text with its status."""
     survey = _survey_or_404(slug)
     try:
-        comparison = _comparison(survey)
+        analysis = make(survey)
     except DomainError as e:
         return Response(e.message + "\n", status=e.status, mimetype="text/plain")
-    name = f"{survey.slug}-{comparison.question.key}-by-{comparison.by.key if comparison.by else WEEK}.csv"
-    return _download(comparison.csv(), name, "text/csv")
+    return _download(analysis.csv(), f"{survey.slug}-{name(analysis)}.csv", "text/csv")
 
 
-@bp.get("/api/surveys/<slug>/compare")
-def compare_api(slug: str):
-    """The comparison as JSON; errors as ``{"error", "status", "path"}``."""
+def _analysis_json(slug: str, make: Callable[[Survey], Comparison | Regression]):
+    """An analysis as JSON; errors as ``{"error", "status", "path"}``, and a JSON 401, not a redirect."""
     if not current_user.is_authenticated:
         return jsonify(error="Sign in to see results.", status=401), 401
     survey = _survey_or_404(slug)
     try:
-        return jsonify(_comparison(survey).to_dict())
+        return jsonify(make(survey).to_dict())
     except DomainError as e:
         return jsonify(e.to_json()), e.status
+
+
+@bp.get("/surveys/<slug>/compare.csv")
+@login_required
+def compare_file(slug: str):
+    return _analysis_csv(slug, _comparison, lambda c: f"{c.question.key}-by-{c.by.key if c.by else WEEK}")
+
+
+@bp.get("/api/surveys/<slug>/compare")
+def compare_api(slug: str):
+    return _analysis_json(slug, _comparison)
 
 
 # -- regression ------------------------------------------------------------------------------------
@@ -332,21 +341,9 @@ def regression_page(slug: str):
 @bp.get("/surveys/<slug>/regression.csv")
 @login_required
 def regression_file(slug: str):
-    survey = _survey_or_404(slug)
-    try:
-        fitted = _regression(survey)
-    except DomainError as e:
-        return Response(e.message + "\n", status=e.status, mimetype="text/plain")
-    return _download(fitted.csv(), f"{survey.slug}-{fitted.outcome.key}-regression.csv", "text/csv")
+    return _analysis_csv(slug, _regression, lambda fitted: f"{fitted.outcome.key}-regression")
 
 
 @bp.get("/api/surveys/<slug>/regression")
 def regression_api(slug: str):
-    """The fit as JSON; errors as ``{"error", "status", "path"}``."""
-    if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see results.", status=401), 401
-    survey = _survey_or_404(slug)
-    try:
-        return jsonify(_regression(survey).to_dict())
-    except DomainError as e:
-        return jsonify(e.to_json()), e.status
+    return _analysis_json(slug, _regression)
