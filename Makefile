@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # The PostgreSQL server the scale benchmark creates its databases on.
 BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test lint bench chromium wrk clean
+.PHONY: run test lint bench chromium r wrk clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ chromium:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Debian's R for the tests that load the exports in R as docs/exports.md says (base R reads the CSV
+# and, with its recommended package foreign, the SPSS file).
+r:
+	@if ! command -v Rscript >/dev/null || ! Rscript -e "library(foreign)" >/dev/null 2>&1; then \
+		echo "Installing Debian's R (r-base-core, r-cran-foreign) for the export tests..."; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq r-base-core r-cran-foreign >/dev/null; \
+	fi
+
 # Debian's wrk, the load generator of the ingest benchmark.
 wrk:
 	@if ! command -v wrk >/dev/null; then \
@@ -64,7 +73,7 @@ lint: $(VENV)/.test-installed
 	$(BIN)/ruff format --check survey tests benchmarks
 	$(BIN)/lint-imports
 
-test: lint chromium node_modules/.installed
+test: lint chromium r node_modules/.installed
 	$(BIN)/python -m pytest survey tests README.md
 
 bench: $(VENV)/.bench-installed

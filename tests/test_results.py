@@ -87,6 +87,13 @@ def _get_text(client, path: str) -> str:
     return body
 
 
+def _researcher_order(kind: str, k: int) -> list[int]:
+    """The stored codes in the order of the codes researchers see: a yes/no question (stored yes = 0,
+    no = 1) is exported as 0 = no, 1 = yes; other questions keep their codes. Written out here rather
+    than taken from survey.domain.coding, so that a mistake there fails these tests."""
+    return [1, 0] if kind == "yes_no" else list(range(k))
+
+
 def _csv(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
@@ -234,8 +241,10 @@ def test_json_estimates_equal_privacy_estimate_exactly(signed_in, answered, stor
         result = estimate(mechanism, counts[q["key"]])
         low, high = result.ci(0.95)
         assert q["n"] == result.n
-        for v, c in enumerate(q["categories"]):
-            assert (c["code"], c["label"], c["reported"]) == (v, result.labels[v], int(result.counts[v]))
+        order = _researcher_order(q["kind"], len(result.labels))
+        for code, (v, c) in enumerate(zip(order, q["categories"], strict=True)):
+            # yes = 1, no = 0: the categories come in the researcher's code order
+            assert (c["code"], c["label"], c["reported"]) == (code, result.labels[v], int(result.counts[v]))
             assert c["observed_share"] == float(result.observed[v])
             assert c["unbiased"] == float(result.unbiased[v])
             assert c["proportion"] == float(result.proportions[v])
@@ -243,9 +252,9 @@ def test_json_estimates_equal_privacy_estimate_exactly(signed_in, answered, stor
             assert (c["ci_low"], c["ci_high"]) == (float(low[v]), float(high[v]))
             assert c["interval_method"] == result.interval_methods[v]
         if q["randomized"]:
-            # the exported design alone reproduces the estimate, bit for bit
-            again = estimate(mechanism_from_dict(q["design"]), counts[q["key"]])
-            assert again.unbiased.tolist() == result.unbiased.tolist()
+            # the exported design alone (in the same coding) reproduces the estimate
+            again = estimate(Mechanism(q["design"]["matrix"], labels=q["design"]["labels"]), counts[q["key"]][order])
+            np.testing.assert_allclose(again.unbiased, result.unbiased[order], rtol=1e-12, atol=1e-14)
             assert q["epsilon"] == mechanism.epsilon
             # and it is the design the spec asked for
             spec = next(s for s in SMALL_SPEC["questions"] if s["key"] == q["key"])
@@ -269,7 +278,8 @@ def test_csv_estimates_equal_privacy_estimate_exactly(signed_in, answered, store
         (key, v) for key in KEYS for v in range(len(counts[key]))
     ]
     for r in rows:
-        key, v = r["question_key"], int(r["option_code"])
+        key = r["question_key"]
+        v = _researcher_order(r["kind"], len(counts[key]))[int(r["option_code"])]
         mechanism = stored_mechanisms[key]
         result = estimate(mechanism, counts[key])
         low, high = result.ci()
@@ -283,9 +293,9 @@ def test_csv_estimates_equal_privacy_estimate_exactly(signed_in, answered, store
         assert r["interval_method"] == result.interval_methods[v]
         assert r["simulated_truth"] == ""
         if key == "age":
-            assert (r["kind"], r["randomized"], r["design"], r["epsilon"]) == ("direct", "false", "", "")
+            assert (r["kind"], r["randomized"], r["design"], r["epsilon"]) == ("direct", "0", "", "")
         else:
-            assert r["randomized"] == "true" and float(r["epsilon"]) == mechanism.epsilon
+            assert r["randomized"] == "1" and float(r["epsilon"]) == mechanism.epsilon
             assert r["design"] == mechanism.design
 
 
@@ -312,7 +322,11 @@ def test_microdata_has_one_row_per_submission_with_reported_codes_only(signed_in
     for number, (row, sent) in enumerate(zip(rows, SUBMISSIONS, strict=True), start=1):
         assert row[0] == str(number)  # a row number, not the database id
         assert row[1] in days
-        assert row[2:] == [str(sent[key]) if key in sent else "" for key in KEYS]
+        # what the browser sent, in the researcher's codes (a yes/no question: 1 = yes, 0 = no)
+        kinds = {q["key"]: q["kind"] for q in SMALL_SPEC["questions"]}
+        assert row[2:] == [
+            "" if key not in sent else str(1 - sent[key] if kinds[key] == "yes_no" else sent[key]) for key in KEYS
+        ]
 
 
 def test_microdata_is_streamed_in_chunks_from_a_batched_query(app, answered, signed_in):
@@ -334,13 +348,14 @@ def test_codebook_matrix_equals_the_stored_design(app, signed_in, answered):
         assert book["total_epsilon"] == survey.total_epsilon()
         for q, entry in zip(survey.questions, book["questions"], strict=True):
             assert (entry["key"], entry["text"], entry["kind"]) == (q.key, q.text, q.kind)
-            assert entry["options"] == [{"code": o.code, "label": o.label} for o in q.options]
+            order = _researcher_order(q.kind, len(q.options))
+            assert entry["options"] == [{"code": code, "label": q.options[v].label} for code, v in enumerate(order)]
             if q.design is None:
                 assert entry["randomized"] is False and entry["design"] is None
                 continue
             design = entry["design"]
-            assert design["matrix"] == q.design.matrix
-            np.testing.assert_allclose(design["matrix"], q.mechanism().matrix, atol=1e-15)
+            assert design["matrix"] == [[q.design.matrix[r][t] for t in order] for r in order]
+            np.testing.assert_allclose(design["matrix"], q.mechanism().matrix[np.ix_(order, order)], atol=1e-15)
             assert design["name"] == q.design.mechanism_name and design["parameters"] == q.design.parameters
             assert design["epsilon"] == q.design.epsilon and design["epsilon_infinite"] is False
             assert "rows are reported codes" in design["matrix_note"]
@@ -387,13 +402,15 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
     assert "<dt>Submissions</dt><dd>300</dd>" in page
     document = signed_in.get(f"/api/surveys/{DEMO_SLUG}/estimates").get_json()
     assert document["survey"]["simulated"] is True
+    kinds = {q["key"]: q["kind"] for q in document["questions"]}
+    coded = {key: [t[v] for v in _researcher_order(kinds[key], len(t))] for key, t in truths.items()}
     for q in document["questions"]:
-        assert [c["simulated_truth"] for c in q["categories"]] == truths[q["key"]]
+        assert [c["simulated_truth"] for c in q["categories"]] == coded[q["key"]]
         assert q["n"] == 300
     rows = _csv(_get_text(signed_in, f"/surveys/{DEMO_SLUG}/estimates.csv"))
-    assert [float(r["simulated_truth"]) for r in rows] == [t for key in truths for t in truths[key]]
+    assert [float(r["simulated_truth"]) for r in rows] == [t for key in coded for t in coded[key]]
     book = signed_in.get(f"/surveys/{DEMO_SLUG}/codebook.json").get_json()
-    assert {q["key"]: q["simulated_truth"] for q in book["questions"]} == truths
+    assert {q["key"]: q["simulated_truth"] for q in book["questions"]} == coded
 
 
 def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(app):

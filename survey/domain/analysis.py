@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, aliased
 
 from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
 
+from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
 from .models import Answer, Question, Submission, Survey
@@ -48,17 +49,6 @@ def _question(survey: Survey, key: str | None, path: tuple[str, ...]) -> Questio
     if not key:
         raise DomainError(f"give the key of a question as {path[0]!r}", path=path)
     raise DomainError(f"this survey has no question {key!r}", path=path)
-
-
-def _category(question: Question, category: int | str | None) -> int:
-    """The option code ``category`` names (the first option when none is given)."""
-    try:
-        code = 0 if category in (None, "") else int(category)
-    except (TypeError, ValueError):
-        code = -1
-    if not 0 <= code < len(question.options):
-        raise DomainError(f"category must be an option code of {question.key!r}", path=("category",))
-    return code
 
 
 def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:
@@ -221,7 +211,7 @@ def compare(
         other = _question(survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("choose a different question to compare with", path=("by",))
-    code = _category(question, category)
+    code = parse_category(question, category)
 
     if other is not None and other.is_randomized:
         pairs = pair_counts(session, question, other)
@@ -362,7 +352,7 @@ def regression(
     outcome = _question(survey, outcome_key, ("outcome",))
     if not outcome.is_randomized:
         raise DomainError(f"{outcome.key!r} is asked directly: choose a randomized outcome", path=("outcome",))
-    code = _category(outcome, category)
+    code = parse_category(outcome, category)
     mechanism = question_mechanism(outcome)
     if mechanism.affine_coefficients(code) is None:
         raise DomainError(

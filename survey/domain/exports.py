@@ -2,9 +2,10 @@
 
 The estimates are exactly those of the results page: they come from :func:`survey.domain.tallies.survey_results`
 (the running tallies and :func:`survey.privacy.estimate`), so a file can never disagree with the page. The
-microdata hold reported values only, the very codes the respondents' browsers sent; with the codebook's
-matrices they are enough to redo every estimate in R or Python. Every field is described in
-``docs/exports.md``.
+microdata hold reported values only, the values the respondents' browsers sent; with the codebook's
+matrices they are enough to redo every estimate in R or Python (the R script, :mod:`survey.domain.rscript`,
+does). Codes are the researcher's (:mod:`survey.domain.coding`: yes = 1, no = 0) in every file, and
+the codebook's matrices use the same coding. Every field is described in ``docs/exports.md``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from .coding import researcher_code, researcher_matrix, researcher_options, stored_order
 from .csvfile import ColumnType, CsvTable
 from .models import Answer, Question, Submission, Survey
 from .tallies import results_total_epsilon, survey_counts, survey_results
@@ -32,7 +34,7 @@ ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
     ("question_key", "text"),
     ("question_text", "text"),
     ("kind", "text"),
-    ("randomized", "text"),
+    ("randomized", "number"),
     ("design", "text"),
     ("epsilon", "number"),
     ("n", "number"),
@@ -60,7 +62,14 @@ MICRODATA_BATCH_SIZE = 1000
 
 MATRIX_NOTE = (
     "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
-    "rows are reported codes, columns are true codes, and every column sums to 1."
+    "rows are reported codes, columns are true codes, and every column sums to 1. Codes are the "
+    "microdata's (a yes/no question: 0 = no, 1 = yes)."
+)
+
+CODING_NOTE = (
+    "A yes/no question is coded 1 = yes, 0 = no (so the mean of its column is the share reporting yes); "
+    "a choice question's options are coded 0 .. k-1 in the order listed; a number question's value is "
+    "the number answered. Booleans are 1 (true) and 0 (false)."
 )
 
 HOW_TO_ESTIMATE = {
@@ -110,8 +119,25 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
         },
         **_epsilon_fields(results_total_epsilon(results)),
         "level": level,
-        "questions": [result.to_dict(level) for result in results],
+        "coding": CODING_NOTE,
+        "questions": [_researcher_coded(result.question, result.to_dict(level)) for result in results],
     }
+
+
+def _researcher_coded(question: Question, item: dict[str, Any]) -> dict[str, Any]:
+    """A ``QuestionResult.to_dict()`` document in the researcher's codes: its categories in code
+    order with their codes, and its design's matrix and labels in the same coding."""
+    order = stored_order(question)
+    categories = item["categories"]
+    item["categories"] = [{**categories[stored], "code": code} for code, stored in enumerate(order)]
+    design = item.get("design")
+    if design is not None:
+        design = dict(design)
+        design["matrix"] = researcher_matrix(question, design["matrix"])
+        if "labels" in design:
+            design["labels"] = [design["labels"][stored] for stored in order]
+        item["design"] = design
+    return item
 
 
 def _epsilon_cell(question: dict[str, Any]) -> float | None:
@@ -131,7 +157,7 @@ def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterat
                 q["key"],
                 q["text"],
                 q["kind"],
-                "true" if q["randomized"] else "false",
+                1 if q["randomized"] else 0,
                 design,
                 _epsilon_cell(q),
                 q["n"],
@@ -156,7 +182,7 @@ def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str
     the page was computed from; texts (question texts, option labels) are neutralized against formulas.
     """
     table = CsvTable(ESTIMATE_TABLE)
-    questions = [result.to_dict(level) for result in survey_results(session, survey)]
+    questions = [_researcher_coded(r.question, r.to_dict(level)) for r in survey_results(session, survey)]
     return table.header() + table.rows(estimate_rows(survey, questions))
 
 
@@ -175,14 +201,42 @@ def microdata_csv(
     chunk_rows: int = MICRODATA_CHUNK_ROWS,
     batch_size: int = MICRODATA_BATCH_SIZE,
 ) -> Iterator[str]:
-    """The randomized microdata as CSV text chunks, one row per submission.
+    """The randomized microdata as CSV text chunks, one row per submission (see :func:`microdata_rows`).
+
+    Everything about the survey is read before the first chunk (a streamed response outlives the
+    view that made it)."""
+    header = microdata_columns(survey)
+    table = CsvTable(
+        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
+        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
+    )
+    return _csv_chunks(table, microdata_rows(session, survey, batch_size=batch_size), chunk_rows)
+
+
+def _csv_chunks(table: CsvTable, rows: Iterator[tuple[int, Any, list[int | None]]], chunk_rows: int) -> Iterator[str]:
+    yield table.header()
+    lines: list[str] = []
+    for number, date, cells in rows:
+        lines.append(table.row([number, date.isoformat(), *cells]))
+        if number % chunk_rows == 0:
+            yield "".join(lines)
+            lines.clear()
+    if lines:
+        yield "".join(lines)
+
+
+def microdata_rows(
+    session: Session, survey: Survey, *, batch_size: int = MICRODATA_BATCH_SIZE
+) -> Iterator[tuple[int, Any, list[int | None]]]:
+    """``(row number, day, values)`` per submission, the values in the researcher's codes in
+    question order (None where a question was not answered).
 
     The answers are read in submission order with ``yield_per``, so the database hands them over in
     batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
     respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
     """
     position = {q.id: i for i, q in enumerate(survey.questions)}
-    header = microdata_columns(survey)
+    recode = {q.id: q for q in survey.questions if q.kind == "yes_no"}
     statement = (
         select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
         .join(Submission, Submission.id == Answer.submission_id)
@@ -190,38 +244,24 @@ def microdata_csv(
         .order_by(Answer.submission_id)
         .execution_options(yield_per=batch_size)
     )
-    return _microdata_chunks(session, statement, header, position, chunk_rows)
+    return _rows(session, statement, position, recode)
 
 
-def _microdata_chunks(
-    session: Session, statement: Select, header: list[str], position: dict[int, int], chunk_rows: int
-) -> Iterator[str]:
-    table = CsvTable(
-        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
-        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
-    )
-    yield table.header()
-    lines: list[str] = []
+def _rows(
+    session: Session, statement: Any, position: dict[int, int], recode: dict[int, Question]
+) -> Iterator[tuple[int, Any, list[int | None]]]:
     result = session.execute(statement)
     try:
-        for number, (_, answers) in enumerate(groupby(result, key=itemgetter(0)), start=1):
-            lines.append(table.row(_microdata_row(number, list(answers), position)))
-            if number % chunk_rows == 0:
-                yield "".join(lines)
-                lines.clear()
+        for number, (_, group) in enumerate(groupby(result, key=itemgetter(0)), start=1):
+            answers = list(group)
+            cells: list[int | None] = [None] * len(position)
+            for _, _, question_id, value in answers:
+                question = recode.get(question_id)
+                cells[position[question_id]] = value if question is None else researcher_code(question, value)
+            yield number, answers[0][1], cells
     finally:
         # Also when the client goes away mid-download: release the cursor at once.
         result.close()
-    if lines:
-        yield "".join(lines)
-
-
-def _microdata_row(number: int, answers: list[Any], position: dict[int, int]) -> list[Any]:
-    """One submission's answers (rows of one submission id) as a CSV row; unanswered cells stay empty."""
-    cells: list[Any] = [None] * len(position)
-    for _, _, question_id, value in answers:
-        cells[position[question_id]] = value
-    return [number, answers[0][1].isoformat(), *cells]
 
 
 # -- codebook --------------------------------------------------------------------------------------
@@ -235,7 +275,7 @@ def _design_entry(question: Question) -> dict[str, Any] | None:
     return {
         "name": design.mechanism_name,
         "parameters": design.parameters,
-        "matrix": design.matrix,
+        "matrix": researcher_matrix(question, design.matrix),
         "matrix_note": MATRIX_NOTE,
         "epsilon": design.epsilon,
         "epsilon_infinite": design.epsilon is None,
@@ -249,9 +289,11 @@ def _codebook_question(question: Question) -> dict[str, Any]:
         "kind": question.kind,
         "randomized": question.is_randomized,
         "required": question.required,
-        "options": [{"code": o.code, "label": o.label} for o in question.options],
+        "options": researcher_options(question),
         "design": _design_entry(question),
-        "simulated_truth": question.simulated_truth,
+        "simulated_truth": None
+        if question.simulated_truth is None
+        else [question.simulated_truth[stored] for stored in stored_order(question)],
     }
 
 
@@ -262,6 +304,8 @@ def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
     ]
     for q in survey.questions:
         what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
+        if q.kind == "yes_no":
+            what += " (1 = yes, 0 = no)"
         columns.append(
             {
                 "name": q.key,
@@ -278,6 +322,8 @@ def codebook(survey: Survey) -> dict[str, Any]:
     return {
         "survey": {"slug": survey.slug, "title": survey.title, "status": survey.status},
         "microdata_file": f"{survey.slug}-responses.csv",
+        "r_script": f"{survey.slug}-estimates.R",
+        "coding": CODING_NOTE,
         "columns": _codebook_columns(survey),
         "questions": [_codebook_question(q) for q in survey.questions],
         **_epsilon_fields(survey.total_epsilon()),

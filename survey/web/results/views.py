@@ -11,14 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, jsonify, render_template, request, stream_with_context
+from flask import Response, jsonify, render_template, request, send_file, stream_with_context
 from flask_login import current_user, login_required
 
 from survey.domain.access import survey_for, visible_surveys
 from survey.domain.analysis import WEEK, Comparison, Regression, comparable, compare, regression
+from survey.domain.coding import researcher_code, researcher_options
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
+from survey.domain.labelled import labelled_file
 from survey.domain.models import Survey
+from survey.domain.rscript import r_script
 from survey.domain.tallies import (
     QuestionResult,
     results_total_epsilon,
@@ -151,6 +154,10 @@ def survey(slug: str):
     )
 
 
+#: The media types of the labelled microdata (as IANA and the formats' makers name them).
+LABELLED_TYPES = {"sav": "application/x-spss-sav", "dta": "application/x-stata-dta"}
+
+
 # -- downloads -------------------------------------------------------------------------------------
 
 
@@ -185,6 +192,35 @@ def codebook_file(slug: str):
     response = jsonify(codebook(survey))
     response.headers["Content-Disposition"] = f'attachment; filename="{survey.slug}-codebook.json"'
     return response
+
+
+def _labelled_download(slug: str, kind: str) -> Response:
+    """The microdata for SPSS or Stata, with the questions' texts and the options' labels."""
+    survey = _survey_or_404(slug)
+    handle = labelled_file(db.session, survey, kind)
+    return send_file(
+        handle, mimetype=LABELLED_TYPES[kind], as_attachment=True, download_name=f"{survey.slug}-responses.{kind}"
+    )
+
+
+@bp.get("/surveys/<slug>/responses.sav")
+@login_required
+def spss_responses_file(slug: str):
+    return _labelled_download(slug, "sav")
+
+
+@bp.get("/surveys/<slug>/responses.dta")
+@login_required
+def stata_responses_file(slug: str):
+    return _labelled_download(slug, "dta")
+
+
+@bp.get("/surveys/<slug>/estimates.R")
+@login_required
+def r_script_file(slug: str):
+    """The survey's R script: base R that redoes the estimates from responses.csv."""
+    survey = _survey_or_404(slug)
+    return _download(r_script(survey), f"{survey.slug}-estimates.R", "text/plain")
 
 
 # -- comparisons -----------------------------------------------------------------------------------
@@ -226,7 +262,7 @@ def compare_page(slug: str):
     randomized, direct = comparable(survey)
     question, by, category = _comparison_choice(survey)
     chosen = next((q for q in randomized if q.key == question), None)
-    if chosen is not None and category not in [str(o.code) for o in chosen.options]:
+    if chosen is not None and category not in [str(o["code"]) for o in researcher_options(chosen)]:
         category = None  # another question was picked: start from its first option
     result: Comparison | None = None
     error: DomainError | None = None
@@ -245,7 +281,10 @@ def compare_page(slug: str):
             direct=direct,
             question=chosen,
             by=by,
-            category=None if result is None or result.kind != "breakdown" else result.result.category,
+            category_options=[] if chosen is None else researcher_options(chosen),
+            category=None
+            if result is None or result.kind != "breakdown"
+            else researcher_code(result.question, result.result.category),
             result=result,
             data=None if result is None else result.to_dict(),
             chart=None if result is None or result.kind != "breakdown" else _group_chart(result),

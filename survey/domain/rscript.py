@@ -1,0 +1,172 @@
+"""An R script, made for one survey, that redoes the project's estimates from the microdata.
+
+A researcher who re-analyses our exports should not have to trust our numbers: this script needs
+base R only (no package), reads ``<slug>-responses.csv``, carries the survey's frozen design matrices
+(in the microdata's coding: yes = 1, no = 0) and computes, per question and option, exactly what the
+estimates file holds: n, the reported counts, the unbiased estimate ``Q⁻¹ λ̂``, the consistent
+(maximum-likelihood) estimate, its standard error, and the default 95% interval (the floored Wilson
+interval mapped through the design) where the design allows it. It prints a table with the same
+columns as ``<slug>-estimates.csv`` so the two can be compared line by line; tests run it with
+Rscript and hold its output to the app's to 1e-6.
+"""
+
+from __future__ import annotations
+
+from .coding import researcher_matrix, researcher_options
+from .models import Question, Survey
+
+
+def _r_string(text: str) -> str:
+    """A double-quoted R string literal (escapes backslashes, quotes and control characters)."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ord(ch) < 32 or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _r_matrix(rows: list[list[float]]) -> str:
+    k = len(rows)
+    cells = ", ".join(repr(float(x)) for row in rows for x in row)
+    return f"matrix(c({cells}), nrow = {k}, byrow = TRUE)"
+
+
+def _r_question(q: Question) -> str:
+    options = researcher_options(q)
+    labels = ", ".join(_r_string(o["label"]) for o in options)
+    if q.design is not None:
+        matrix = _r_matrix(researcher_matrix(q, q.design.matrix))
+    else:
+        matrix = f"diag({len(options)})"
+    return (
+        f"  `{q.key}` = list(labels = c({labels}), Q = {matrix}, randomized = {'TRUE' if q.is_randomized else 'FALSE'})"
+    )
+
+
+SCRIPT_BODY = r"""
+# Unbiased estimate, consistent (maximum-likelihood) estimate, standard errors and the default 95%
+# interval, as in docs/exports.md ("Estimates (CSV)"). Rows of Q are reported codes, columns true codes.
+level <- 0.95
+floor_factor <- 1.4         # the Wilson interval contains the Clopper-Pearson interval at 1 - 1.4 * (1 - level)
+floor_count_limit <- 2000   # ... checked while the smaller of the two counts is below this
+
+wilson <- function(x, n, level) {
+  z <- qnorm(1 - (1 - level) / 2)
+  p <- x / n
+  z2n <- z^2 / n
+  centre <- (p + z2n / 2) / (1 + z2n)
+  half <- z / (1 + z2n) * sqrt(p * (1 - p) / n + z2n / (4 * n))
+  c(if (x <= 0) 0 else min(max(centre - half, 0), 1), if (x >= n) 1 else min(max(centre + half, 0), 1))
+}
+
+clopper_pearson <- function(x, n, level) {
+  tail <- (1 - level) / 2
+  c(if (x <= 0) 0 else qbeta(tail, x, n - x + 1), if (x >= n) 1 else qbeta(1 - tail, x + 1, n - x))
+}
+
+floored_wilson <- function(x, n, level) {
+  w <- wilson(x, n, level)
+  if (min(x, n - x) >= floor_count_limit) return(w)
+  cp <- clopper_pearson(x, n, 1 - floor_factor * (1 - level))
+  c(min(w[1], cp[1]), max(w[2], cp[2]))
+}
+
+# (a, b) with P(report = v) = a * share(v) + b, when every other true answer reports v equally often
+affine <- function(Q, v) {
+  others <- Q[v, -v]
+  if (diff(range(others)) > 1e-12) return(NULL)
+  b <- mean(others)
+  a <- Q[v, v] - b
+  if (abs(a) < 1e-12) return(NULL)
+  c(a, b)
+}
+
+# maximum likelihood over shares >= 0 that sum to 1: EM (slow near the edge, hence many steps)
+simplex_mle <- function(Q, lambda, start) {
+  p <- pmax(start, 1e-12); p <- p / sum(p)
+  for (i in 1:200000) {
+    fitted <- as.vector(Q %*% p)
+    nxt <- p * as.vector(t(Q) %*% ifelse(lambda > 0, lambda / fitted, 0))
+    nxt <- nxt / sum(nxt)
+    if (max(abs(nxt - p)) < 1e-15) { p <- nxt; break }
+    p <- nxt
+  }
+  p
+}
+
+estimate_question <- function(key, design, column) {
+  Q <- design$Q
+  k <- nrow(Q)
+  codes <- column[!is.na(column)]
+  counts <- tabulate(codes + 1, nbins = k)
+  n <- sum(counts)
+  rows <- data.frame(question_key = key, n = n, option_code = 0:(k - 1), option_label = design$labels,
+                     reported_count = counts, observed_share = NA_real_, unbiased = NA_real_,
+                     consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
+                     interval_method = "", stringsAsFactors = FALSE)
+  if (n == 0) return(rows)
+  lambda <- counts / n
+  Qinv <- solve(Q)
+  unbiased <- as.vector(Qinv %*% lambda)
+  if (all(unbiased >= 0)) {
+    consistent <- unbiased
+    fitted <- lambda
+  } else {
+    consistent <- simplex_mle(Q, lambda, pmax(unbiased, 0))
+    fitted <- as.vector(Q %*% consistent)
+  }
+  covariance <- Qinv %*% (diag(fitted, k) - fitted %o% fitted) %*% t(Qinv) / n
+  rows$observed_share <- lambda
+  rows$unbiased <- unbiased
+  rows$consistent <- consistent
+  rows$standard_error <- sqrt(pmax(diag(covariance), 0))
+  for (v in 1:k) {
+    ab <- affine(Q, v)
+    if (is.null(ab)) {
+      rows$interval_method[v] <- "profile-likelihood (not computed by this script: see the estimates file)"
+      next
+    }
+    reported <- floored_wilson(counts[v], n, level)
+    ends <- sort((reported - ab[2]) / ab[1])
+    rows$ci_low[v] <- min(max(ends[1], 0), 1)
+    rows$ci_high[v] <- min(max(ends[2], 0), 1)
+    rows$interval_method[v] <- "wilson-floor-mapped"
+  }
+  rows
+}
+
+responses <- read.csv(microdata_file, stringsAsFactors = FALSE)
+estimate_one <- function(key) estimate_question(key, designs[[key]], responses[[key]])
+estimates <- do.call(rbind, lapply(names(designs), estimate_one))
+if (length(args) > 1) {
+  write.csv(estimates, args[2], row.names = FALSE)  # every digit, to compare with the estimates file
+} else {
+  print(estimates, digits = 6, row.names = FALSE)
+}
+invisible(estimates)
+"""
+
+
+def r_script(survey: Survey) -> str:
+    """The R script for ``survey`` (see the module's docstring)."""
+    coded = [q for q in survey.questions if q.kind != "number"]
+    designs = ",\n".join(_r_question(q) for q in coded)
+    header = (
+        f"# Estimates of the survey {_r_string(survey.slug)} from its randomized microdata, in base R.\n"
+        f"# Usage: Rscript {survey.slug}-estimates.R [{survey.slug}-responses.csv [output.csv]]\n"
+        "# The design matrices below are the survey's frozen designs, in the microdata's coding\n"
+        "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix.\n"
+    )
+    return (
+        header
+        + "args <- commandArgs(trailingOnly = TRUE)\n"
+        + f"microdata_file <- if (length(args) > 0) args[1] else {_r_string(survey.slug + '-responses.csv')}\n\n"
+        + f"designs <- list(\n{designs}\n)\n"
+        + SCRIPT_BODY
+    )
