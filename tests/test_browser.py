@@ -123,6 +123,7 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     page.goto(f"{base}/s/health-and-habits")
     expect(page.locator("#submit-button")).to_be_enabled()
     answer_demo(page, TRUTH)
+    page.fill("#weekly_drinks-number", "12")  # the number question, typed
     expect(page.locator("#cheating-1")).to_be_checked()
     expect(page.locator("#cheating-0")).not_to_be_checked()
     with page.expect_navigation():
@@ -133,12 +134,13 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     assert len(posts) == 1
     fields = parse_qsl(posts[0].post_data, keep_blank_values=True)
     names = [name for name, _ in fields]
-    assert sorted(names) == sorted(["csrf_token"] + [f"q_{k}" for k in TRUTH])
+    assert sorted(names) == sorted(["csrf_token", "q_weekly_drinks"] + [f"q_{k}" for k in TRUTH])
     for request in requests:
         carried = (request.url or "") + (request.post_data or "")
         assert "truth" not in carried
     posted = {name[2:]: int(value) for name, value in fields if name.startswith("q_")}
     assert posted["age_group"] == TRUTH["age_group"]  # the direct question is sent as given
+    assert posted["weekly_drinks"] == 12  # and so is the number
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == "health-and-habits"))
         last = db.session.scalar(select(Submission).order_by(Submission.id.desc()))
@@ -147,7 +149,8 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
         }
         assert {q.key: stored[q.id] for q in survey.questions} == posted
         for q in survey.questions:
-            assert 0 <= posted[q.key] < len(q.options)
+            if not q.is_number:
+                assert 0 <= posted[q.key] < len(q.options)
 
 
 def submit_demo(page, base: str, truth: dict[str, int], navigate: bool = True) -> dict[str, str]:
@@ -524,3 +527,27 @@ def test_researcher_breaks_the_demo_down_by_age_and_downloads_the_table(live_ser
     lines = open(download.value.path(), encoding="utf-8").read().splitlines()
     assert lines[0].startswith("question,category,by,group,n,share")
     assert [line.split(",")[3] for line in lines[1:]] == ["18–29", "30–44", "45–64", "65 or older", "everyone"]
+
+
+def test_a_number_outside_its_range_is_marked_before_anything_is_sent(live_server, browser):
+    """On a phone: the number question opens a numeric keypad and says what it accepts."""
+    _, base = live_server
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    requests = watch(page)
+    page.goto(f"{base}/s/health-and-habits")
+    set_answers(page, TRUTH)
+    number = page.locator("#weekly_drinks-number")
+    assert number.get_attribute("inputmode") == "numeric"
+    number.fill("71")
+    page.click("#submit-button")
+    expect(page.locator("#error-weekly_drinks")).to_have_text("Please type a whole number from 0 to 70.")
+    expect(page.locator("#form-status")).to_contain_text("outside what the question accepts")
+    expect(number).to_be_focused()
+    assert not [r for r in requests if r.method == "POST"]
+    number.fill("70")
+    with page.expect_navigation():
+        page.click("#submit-button")
+    posts = [r for r in requests if r.method == "POST"]
+    assert len(posts) == 1 and dict(parse_qsl(posts[0].post_data))["q_weekly_drinks"] == "70"
+    context.close()

@@ -858,3 +858,27 @@ def test_builder_forms_need_a_csrf_token(csrf_app):
     assert client.post(f"/surveys/{slug}/questions/new", data=YES_NO).status_code == 400
     with csrf_app.app_context():
         assert db.session.scalar(select(Survey).where(Survey.slug == slug)).questions == []
+
+
+NUMBER = {"kind": "number", "text": "How old are you?", "required": "y", "minimum": "16", "maximum": "99"}
+
+
+def test_a_number_question_is_added_with_its_range_and_a_bad_range_is_shown_on_its_field(app, signed_in, draft):
+    for data, field, message in [
+        ({**NUMBER, "maximum": "16"}, "maximum", "above the minimum"),
+        ({**NUMBER, "minimum": "sixteen"}, "minimum", "whole number"),
+        ({**NUMBER, "maximum": "99.5"}, "maximum", "whole number"),
+    ]:
+        html = add(signed_in, draft, data, status=400).text
+        assert message in field_error(html, field), (field, message)
+        assert invalid_fields(html) == {field}
+    assert snapshot(app, draft)["questions"] == []
+    add(signed_in, draft, NUMBER)
+    (question,) = snapshot(app, draft)["questions"]
+    assert (question["kind"], question["minimum"], question["maximum"]) == ("number", 16, 99)
+    assert "options" not in question and "privacy" not in question
+    # the edit form shows the stored range, and saving it unchanged changes nothing
+    shown = signed_in.get(f"/surveys/{draft}/questions/q1/edit").text
+    assert 'value="16"' in control(shown, "minimum") and 'value="99"' in control(shown, "maximum")
+    assert signed_in.post(f"/surveys/{draft}/questions/q1/edit", data=NUMBER).status_code == 303
+    assert snapshot(app, draft)["questions"] == [question]

@@ -16,6 +16,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy.orm import Session
 
 from survey import create_app
 from survey.domain.models import Survey
@@ -106,19 +107,34 @@ def legacy_database(app) -> None:
         with db.engine.begin() as conn:
             conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
     assert tables(app) == FIRST_REVISION_TABLES
+    # The survey is made by today's code in a scratch database, then copied with the columns the old
+    # schema has (today's models have columns that did not exist then).
+    scratch = create_engine("sqlite://")
+    db.metadata.create_all(scratch)
+    with Session(scratch) as session:
+        survey = create_survey_from_spec(session, SMALL_SPEC)
+        session.flush()
+        options = {q.id: len(q.options) for q in survey.questions}
+        rows = {
+            table: [dict(row._mapping) for row in session.execute(select(db.metadata.tables[table]))]
+            for table in ("surveys", "questions", "options", "designs")
+        }
     with app.app_context():
-        survey = create_survey_from_spec(db.session, SMALL_SPEC)
-        db.session.flush()
+        present = {table: {c["name"] for c in inspect(db.engine).get_columns(table)} for table in rows}
+        with db.engine.begin() as conn:
+            for table, items in rows.items():
+                kept = [{k: v for k, v in item.items() if k in present[table]} for item in items]
+                conn.execute(db.metadata.tables[table].insert(), kept)
         rng = np.random.default_rng(7)
         for i in range(1, 41):
             db.session.execute(
                 text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (:i, :s, '2026-01-02')"),
                 {"i": i, "s": survey.id},
             )
-            for q in survey.questions:
+            for question_id, k in options.items():
                 db.session.execute(
                     text("INSERT INTO answers (submission_id, question_id, value) VALUES (:i, :q, :v)"),
-                    {"i": i, "q": q.id, "v": int(rng.integers(len(q.options)))},
+                    {"i": i, "q": question_id, "v": int(rng.integers(k))},
                 )
         db.session.commit()
 

@@ -12,12 +12,19 @@ import numpy as np
 import pytest
 from sqlalchemy import event, select, text
 
+from survey.domain.analysis import compare
 from survey.domain.exports import estimates_document
 from survey.domain.invitations import generate_codes
 from survey.domain.lifecycle import close
-from survey.domain.models import TALLY_SHARDS, Survey
+from survey.domain.models import TALLY_SHARDS, DayTally, PairTally, Survey
 from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import rebuild_tallies, recount, survey_counts, survey_results, tally_mismatches
+from survey.domain.tallies import (
+    rebuild_tallies,
+    recount,
+    survey_counts,
+    survey_results,
+    tally_mismatches,
+)
 from survey.platform.extensions import db
 
 from .conftest import SMALL_SPEC
@@ -143,8 +150,8 @@ def test_a_submission_costs_the_same_few_statements_whatever_the_number_of_quest
     with app.app_context():
         postgresql = db.engine.dialect.name == "postgresql"
     # the survey's questions were read by the first submission; then PostgreSQL needs one statement
-    # (so one round trip) per submission, SQLite four
-    assert counted["thirty"] == ((1, 1) if postgresql else (4, 4))
+    # (so one round trip) per submission, SQLite six (the submission, its answers, and four tallies)
+    assert counted["thirty"] == ((1, 1) if postgresql else (6, 6))
 
 
 def test_estimates_never_read_the_answers_and_cost_the_same_at_any_size(app, client, small_survey):
@@ -164,6 +171,50 @@ def test_estimates_never_read_the_answers_and_cost_the_same_at_any_size(app, cli
         assert not [s for s in seen if re.search(r"\b(FROM|JOIN)\s+submissions\b", s, re.I)], seen
         sizes[total] = len(seen)
     assert len(set(sizes.values())) == 1, sizes
+
+
+def test_comparisons_read_the_pair_and_day_tallies_never_the_answers(app, client, small_survey):
+    """Breakdowns by a direct question and by week, and associations, cost the same at any size."""
+    rng = np.random.default_rng(4)
+    sizes = {}
+    for total in (5, 60):
+        while True:
+            with app.app_context():
+                if survey_counts(db.session, the_survey()).submissions >= total:
+                    break
+            answers = random_answers(rng) | ({"age": int(rng.integers(2))} if rng.random() < 0.7 else {})
+            client.post("/api/surveys/small-test/responses", json={"answers": answers})
+        with app.app_context():
+            survey = the_survey()
+            assert tally_mismatches(db.session, survey) == []  # pairs and days equal their GROUP BY
+        with statements(app) as seen, app.app_context():
+            survey = the_survey()
+            got = {by: compare(db.session, survey, "often", by).to_dict() for by in ("age", "week")}
+            association = compare(db.session, survey, "often", "drugs").to_dict()
+            db.session.remove()
+        # every respondent is in one group, those who skipped "age" in a group of their own
+        for data in got.values():
+            assert sum(g["n"] for g in data["groups"]) == total
+        assert sum(c["reported"] for c in association["cells"]) == total
+        assert not [s for s in seen if re.search(r"\b(FROM|JOIN)\s+(answers|submissions)\b", s, re.I)], seen
+        sizes[total] = len(seen)
+    assert len(set(sizes.values())) == 1, sizes
+
+
+def test_a_wrong_pair_or_day_tally_is_found_and_rebuilt(app, client, small_survey):
+    rng = np.random.default_rng(5)
+    for _ in range(15):
+        client.post("/api/surveys/small-test/responses", json={"answers": random_answers(rng) | {"age": 0}})
+    for table, words in ((PairTally, "pairs of answers"), (DayTally, "answers per day")):
+        with app.app_context():
+            survey = the_survey()
+            row = db.session.scalars(select(table)).first()
+            row.count += 2
+            db.session.commit()
+            assert any(words in problem for problem in tally_mismatches(db.session, survey))
+            rebuild_tallies(db.session, survey)
+            db.session.commit()
+            assert tally_mismatches(db.session, survey) == []
 
 
 def test_recount_command_finds_a_wrong_tally_and_fix_rebuilds_it(app, client, runner, small_survey):

@@ -28,7 +28,7 @@ from survey.privacy import Association, Breakdown, RRLogisticResult, association
 from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
-from .models import Answer, Question, Submission, Survey
+from .models import Answer, AnswerTally, DayTally, PairTally, Question, Survey
 from .tallies import question_mechanism
 
 LEVEL = 0.95
@@ -54,26 +54,41 @@ def _question(survey: Survey, key: str | None, path: tuple[str, ...]) -> Questio
 def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:
     """How many respondents reported each pair of values: ``(first's value, second's or None)``.
 
-    Everyone who answered ``first`` is counted; None stands for "did not answer ``second``".
+    Everyone who answered ``first`` is counted; None stands for "did not answer ``second``". Read
+    from the running pair tallies (:class:`~survey.domain.models.PairTally`) and ``first``'s answer
+    tallies, so it costs the same whatever the number of respondents.
     """
-    a, b = aliased(Answer), aliased(Answer)
+    low, high = sorted((first, second), key=lambda q: q.id)
     rows = session.execute(
-        select(a.value, b.value, func.count())
-        .select_from(a)
-        .outerjoin(b, and_(b.submission_id == a.submission_id, b.question_id == second.id))
-        .where(a.question_id == first.id)
-        .group_by(a.value, b.value)
+        select(PairTally.value, PairTally.other_value, func.sum(PairTally.count))
+        .where(PairTally.question_id == low.id, PairTally.other_id == high.id)
+        .group_by(PairTally.value, PairTally.other_value)
     )
-    return {(value, other): int(count) for value, other, count in rows}
+    pairs: dict[tuple[int, int | None], int] = {}
+    answered: dict[int, int] = defaultdict(int)
+    for value_low, value_high, count in rows:
+        value, other = (value_low, value_high) if low is first else (value_high, value_low)
+        pairs[(value, other)] = int(count)
+        answered[value] += int(count)
+    totals = session.execute(
+        select(AnswerTally.value, func.sum(AnswerTally.count))
+        .where(AnswerTally.question_id == first.id)
+        .group_by(AnswerTally.value)
+    )
+    for value, count in totals:
+        skipped = int(count) - answered[value]
+        if skipped:
+            pairs[(value, None)] = skipped
+    return pairs
 
 
 def week_counts(session: Session, question: Question) -> dict[str, np.ndarray]:
-    """The question's reported counts per week of submission, in calendar order."""
+    """The question's reported counts per week of submission, in calendar order (from the running
+    day tallies)."""
     rows = session.execute(
-        select(Answer.value, Submission.submitted_on, func.count())
-        .join(Submission, Submission.id == Answer.submission_id)
-        .where(Answer.question_id == question.id)
-        .group_by(Answer.value, Submission.submitted_on)
+        select(DayTally.value, DayTally.day, func.sum(DayTally.count))
+        .where(DayTally.question_id == question.id)
+        .group_by(DayTally.value, DayTally.day)
     )
     k = len(question.options)
     by_week: dict[dt.date, np.ndarray] = defaultdict(lambda: np.zeros(k, dtype=np.int64))
@@ -211,6 +226,12 @@ def compare(
         other = _question(survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("choose a different question to compare with", path=("by",))
+        if other.is_number:
+            raise DomainError(
+                f"{other.key!r} is a number question: it makes too many groups to compare; use it as a "
+                "covariate in a regression, where it enters as a number",
+                path=("by",),
+            )
     code = parse_category(question, category)
 
     if other is not None and other.is_randomized:
@@ -247,10 +268,16 @@ def compare(
 
 
 def comparable(survey: Survey) -> tuple[list[Question], list[Question]]:
-    """The questions a comparison can be asked about (randomized) and by (direct), in survey order."""
+    """The questions a comparison can be asked about (randomized) and by (direct questions with
+    options: a number question has too many values to make groups of), in survey order."""
     randomized = [q for q in survey.questions if q.is_randomized]
-    direct = [q for q in survey.questions if not q.is_randomized]
+    direct = [q for q in survey.questions if not q.is_randomized and not q.is_number]
     return randomized, direct
+
+
+def covariates_of(survey: Survey) -> list[Question]:
+    """The questions a regression can take as covariates: every question asked directly."""
+    return [q for q in survey.questions if not q.is_randomized]
 
 
 # -- regression ------------------------------------------------------------------------------------
@@ -291,7 +318,13 @@ class Regression:
             "outcome_text": self.outcome.text,
             "category": self.outcome.labels[self.category],
             "covariates": [
-                {"key": q.key, "text": q.text, "baseline": q.labels[0], "options": q.labels} for q in self.covariates
+                {"key": q.key, "text": q.text, "kind": q.kind}
+                | (
+                    {"baseline": None, "options": None, "range": [q.minimum, q.maximum]}
+                    if q.is_number
+                    else {"baseline": q.labels[0], "options": q.labels}
+                )
+                for q in self.covariates
             ],
             "dropped": self.dropped,
             **self.fit.to_dict(level),
@@ -340,6 +373,15 @@ def pattern_counts(session: Session, outcome: Question, covariates: list[Questio
     return [tuple(int(v) for v in row) for row in session.execute(query)]
 
 
+def _design_matrix(values: np.ndarray, columns: list[tuple[int, int | None]]) -> np.ndarray:
+    """One row per covariate pattern: the number itself for ``(j, None)``, else the indicator of
+    covariate ``j`` having code ``c``."""
+    out = np.empty((values.shape[0], len(columns)))
+    for i, (j, c) in enumerate(columns):
+        out[:, i] = values[:, j] if c is None else (values[:, j] == c)
+    return out
+
+
 def regression(
     session: Session,
     survey: Survey,
@@ -373,9 +415,15 @@ def regression(
     if not rows:
         raise DomainError("nobody has answered the outcome and every covariate yet", status=409, path=("outcome",))
     values = np.array([row[1:-1] for row in rows], dtype=int)
-    # one indicator per option but the first, for the options someone in the sample chose
-    columns, names, dropped = [], [], []
+    # a number question enters as itself; a question with options as one indicator per option but the
+    # first, for the options someone in the sample chose
+    columns: list[tuple[int, int | None]] = []
+    names, dropped = [], []
     for j, q in enumerate(covariates):
+        if q.is_number:
+            columns.append((j, None))
+            names.append(q.key)
+            continue
         seen = set(values[:, j].tolist())
         for code_, label in enumerate(q.labels[1:], start=1):
             if code_ in seen:
@@ -383,7 +431,7 @@ def regression(
                 names.append(f"{q.key} = {label}")
             else:
                 dropped.append(f"{q.key} = {label}")
-    X = np.array([[float(v[j] == c) for j, c in columns] for v in values]).reshape(len(rows), len(columns))
+    X = _design_matrix(values, columns)
     reports = np.array([int(row[0] == code) for row in rows])
     weights = np.array([row[-1] for row in rows], dtype=float)
     try:
@@ -394,6 +442,6 @@ def regression(
     for v, row in zip(values, rows, strict=True):
         patterns[tuple(v.tolist())] += row[-1]
     order = sorted(patterns)
-    pattern_x = np.array([[float(p[j] == c) for j, c in columns] for p in order]).reshape(len(order), len(columns))
-    labels = [tuple(q.labels[p[j]] for j, q in enumerate(covariates)) for p in order]
+    pattern_x = _design_matrix(np.array(order, dtype=int).reshape(len(order), len(covariates)), columns)
+    labels = [tuple(str(p[j]) if q.is_number else q.labels[p[j]] for j, q in enumerate(covariates)) for p in order]
     return Regression(survey, outcome, code, covariates, fit, labels, [patterns[p] for p in order], pattern_x, dropped)

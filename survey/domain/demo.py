@@ -78,6 +78,15 @@ DEMO_SPEC: dict[str, Any] = {
             "options": ["18–29", "30–44", "45–64", "65 or older"],
             "simulated_truth": [0.25, 0.3, 0.3, 0.15],
         },
+        {
+            "key": "weekly_drinks",
+            "kind": "number",
+            "text": "In a typical week, how many alcoholic drinks do you have?",
+            "help_text": "A drink is a small glass of wine, a bottle of beer or a single measure of spirits.",
+            "minimum": 0,
+            "maximum": 70,
+            "required": False,
+        },
     ],
 }
 
@@ -87,9 +96,24 @@ DEMO_SPEC: dict[str, Any] = {
 #: question the distribution of this one's true answer). The others are drawn from their rates alone.
 DEPENDENCE: dict[str, tuple[str, list[list[float]]]] = {
     "cannabis": ("age_group", [[0.32, 0.68], [0.2, 0.8], [0.12, 0.88], [0.05, 0.95]]),
-    "drink_driving": ("age_group", [[0.14, 0.86], [0.1, 0.9], [0.07, 0.93], [0.04, 0.96]]),
     "cheating": ("cannabis", [[0.38, 0.62], [0.18, 0.82]]),
 }
+
+#: Number questions' simulated answers: key → (the question they depend on, per code of it the mean
+#: of a negative binomial with this dispersion; drinking falls with age and is very unequal).
+NUMBERS: dict[str, tuple[str, list[float]]] = {"weekly_drinks": ("age_group", [6.0, 5.0, 3.5, 2.5])}
+NUMBER_DISPERSION = 1.2
+
+#: A yes/no question whose "yes" follows a number: key → (the number question, intercept, slope) of
+#: P(yes) = σ(intercept + slope · number), so the regression page recovers a known slope.
+LOGISTIC: dict[str, tuple[str, float, float]] = {"drink_driving": ("weekly_drinks", -3.4, 0.16)}
+
+
+def _parent(key: str) -> str | None:
+    for table in (DEPENDENCE, NUMBERS, LOGISTIC):
+        if key in table:
+            return table[key][0]
+    return None
 
 
 def ensure_demo_user(session: Session) -> User:
@@ -112,9 +136,19 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
     truths: dict[str, np.ndarray] = {}
     pending = list(survey.questions)
     while pending:  # each question after the one it depends on
-        q = next(q for q in pending if q.key not in DEPENDENCE or DEPENDENCE[q.key][0] in truths)
+        q = next(q for q in pending if _parent(q.key) is None or _parent(q.key) in truths)
         pending.remove(q)
-        if q.key in DEPENDENCE:
+        if q.is_number:
+            parent, means = NUMBERS[q.key]
+            mean = np.asarray(means)[truths[parent]]
+            drawn = rng.negative_binomial(NUMBER_DISPERSION, NUMBER_DISPERSION / (NUMBER_DISPERSION + mean))
+            truths[q.key] = reported[q.id] = np.clip(drawn, q.minimum, q.maximum)
+            continue
+        if q.key in LOGISTIC:
+            parent, intercept, slope = LOGISTIC[q.key]
+            yes = rng.random(respondents) < 1 / (1 + np.exp(-(intercept + slope * truths[parent])))
+            truth = np.where(yes, 0, 1)  # code 0 is "yes"
+        elif q.key in DEPENDENCE:
             parent, table = DEPENDENCE[q.key]
             cumulative = np.cumsum(np.asarray(table, dtype=float), axis=1)[truths[parent]]
             truth = (rng.random(respondents)[:, None] >= cumulative).sum(axis=1)

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from .coding import researcher_code, researcher_matrix, researcher_options, stored_order
 from .csvfile import ColumnType, CsvTable
 from .models import Answer, Question, Submission, Survey
-from .tallies import results_total_epsilon, survey_counts, survey_results
+from .tallies import number_results, results_total_epsilon, survey_counts, survey_results
 
 #: The confidence level of every interval in the exports.
 LEVEL = 0.95
@@ -120,8 +120,17 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
         **_epsilon_fields(results_total_epsilon(results)),
         "level": level,
         "coding": CODING_NOTE,
-        "questions": [_researcher_coded(result.question, result.to_dict(level)) for result in results],
+        "questions": _in_survey_order(
+            survey,
+            [_researcher_coded(result.question, result.to_dict(level)) for result in results]
+            + [summary.to_dict() for summary in number_results(session, survey, counts)],
+        ),
     }
+
+
+def _in_survey_order(survey: Survey, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    position = {q.key: i for i, q in enumerate(survey.questions)}
+    return sorted(items, key=lambda item: position[item["key"]])
 
 
 def _researcher_coded(question: Question, item: dict[str, Any]) -> dict[str, Any]:
@@ -147,9 +156,40 @@ def _epsilon_cell(question: dict[str, Any]) -> float | None:
     return math.inf if question["epsilon_infinite"] else question["epsilon"]
 
 
+def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
+    """A number question's one row: its mean, with the t interval, where an option's estimate goes."""
+    m = q["summary"]
+    ran = m["mean"] is not None
+    return [
+        survey.slug,
+        q["key"],
+        q["text"],
+        q["kind"],
+        0,
+        "",
+        None,
+        q["n"],
+        None,
+        "mean",
+        None,
+        None,
+        m["mean"],
+        m["mean"],
+        None if m["standard_deviation"] is None else m["standard_deviation"] / math.sqrt(q["n"]),
+        m["ci_low"],
+        m["ci_high"],
+        "t" if ran and m["ci_low"] is not None else "",
+        None,
+    ]
+
+
 def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterator[list[Any]]:
-    """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents."""
+    """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents (a number
+    question: one row, its mean)."""
     for q in questions:
+        if q["kind"] == "number":
+            yield _number_row(survey, q)
+            continue
         design = q["design"]["design"] if q["design"] is not None else ""
         for c in q["categories"]:
             yield [
@@ -182,8 +222,7 @@ def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str
     the page was computed from; texts (question texts, option labels) are neutralized against formulas.
     """
     table = CsvTable(ESTIMATE_TABLE)
-    questions = [_researcher_coded(r.question, r.to_dict(level)) for r in survey_results(session, survey)]
-    return table.header() + table.rows(estimate_rows(survey, questions))
+    return table.header() + table.rows(estimate_rows(survey, estimates_document(session, survey, level)["questions"]))
 
 
 # -- microdata -------------------------------------------------------------------------------------
@@ -283,6 +322,18 @@ def _design_entry(question: Question) -> dict[str, Any] | None:
 
 
 def _codebook_question(question: Question) -> dict[str, Any]:
+    if question.is_number:
+        return {
+            "key": question.key,
+            "text": question.text,
+            "kind": question.kind,
+            "randomized": False,
+            "required": question.required,
+            "range": {"minimum": question.minimum, "maximum": question.maximum},
+            "options": [],
+            "design": None,
+            "simulated_truth": None,
+        }
     return {
         "key": question.key,
         "text": question.text,
@@ -303,6 +354,17 @@ def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
         {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
     ]
     for q in survey.questions:
+        if q.is_number:
+            columns.append(
+                {
+                    "name": q.key,
+                    "type": "integer or empty",
+                    "question": q.key,
+                    "description": f"The number answered, from {q.minimum} to {q.maximum} (not randomized); "
+                    "empty when the question was not answered.",
+                }
+            )
+            continue
         what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
         if q.kind == "yes_no":
             what += " (1 = yes, 0 = no)"

@@ -33,7 +33,9 @@ from . import passwords
 from .base import Base
 from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
 
-KINDS = ("yes_no", "choice", "direct")
+KINDS = ("yes_no", "choice", "direct", "number")
+#: Kinds asked plainly (not randomized, not protected): a choice of options, or a whole number.
+DIRECT_KINDS = ("direct", "number")
 STATUSES = ("draft", "open", "closed")
 ACCESS_MODES = ("link", "invitation")
 ROLES = ("organizer", "researcher")
@@ -223,6 +225,9 @@ class Question(Base):
     text: Mapped[str] = mapped_column(Text)
     help_text: Mapped[str] = mapped_column(Text, default="")
     required: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: A number question's range: the smallest and the largest whole number it accepts (else None).
+    minimum: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    maximum: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: For a simulated survey (the demo) only: the true shares among its simulated respondents (a spec
     #: gives the rates to draw them from; the simulation replaces them by the shares it drew).
     simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
@@ -239,7 +244,12 @@ class Question(Base):
 
     @property
     def is_randomized(self) -> bool:
-        return self.kind != "direct"
+        return self.kind not in DIRECT_KINDS
+
+    @property
+    def is_number(self) -> bool:
+        """A whole number in a range (asked directly): its answer's value is the number itself."""
+        return self.kind == "number"
 
     @property
     def labels(self) -> list[str]:
@@ -362,5 +372,37 @@ class SubmissionTally(Base):
     __tablename__ = "submission_tallies"
 
     survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+
+
+class PairTally(Base):
+    """How many submissions reported one pair of values to two questions of a survey, one of them
+    randomized: the counts a comparison by a question asked directly, or of two randomized questions,
+    reads (:mod:`survey.domain.analysis`), so it costs the same for ten respondents or ten million.
+
+    Kept like :class:`AnswerTally`, in the submission's own transaction; ``question_id`` is the lower
+    question id of the pair. Number questions are not paired (a comparison by them is refused).
+    """
+
+    __tablename__ = "pair_tallies"
+
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, primary_key=True)
+    other_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    other_value: Mapped[int] = mapped_column(Integer, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger)
+
+
+class DayTally(Base):
+    """How many submissions of each day reported each value of a randomized question: the counts of a
+    comparison by week and of the estimates over time. A day, never a time: a submission stores no more."""
+
+    __tablename__ = "day_tallies"
+
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, primary_key=True)
+    day: Mapped[dt.date] = mapped_column(Date, primary_key=True)
     shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
     count: Mapped[int] = mapped_column(BigInteger)

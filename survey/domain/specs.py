@@ -50,7 +50,20 @@ SURVEY_FIELDS = {
     "target_margin",
     "access",
 }
-QUESTION_FIELDS = {"key", "kind", "text", "help_text", "required", "options", "privacy", "simulated_truth"}
+QUESTION_FIELDS = {
+    "key",
+    "kind",
+    "text",
+    "help_text",
+    "required",
+    "options",
+    "privacy",
+    "simulated_truth",
+    "minimum",
+    "maximum",
+}
+#: The widest range a number question may have (the answers table holds 32-bit integers).
+NUMBER_LIMIT = 1_000_000_000
 #: Microdata columns that precede the question columns (survey.domain.exports.MICRODATA_FIXED_COLUMNS).
 RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
@@ -167,6 +180,11 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     if not isinstance(required, bool):
         raise place.error("must be true or false", "required")
 
+    if kind == "number":
+        return _number_question(raw, place, index, key, text, help_text, required)
+    for field in ("minimum", "maximum"):
+        if field in raw:
+            raise place.error("only a number question has a range", field)
     options = raw.get("options")
     if kind == "yes_no":
         if options is not None and options != YES_NO_LABELS:
@@ -206,6 +224,39 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
             raise place.error("needs one share per option, summing to 1", "simulated_truth")
         question.simulated_truth = [float(x) for x in truth]
     return question
+
+
+def _number_question(
+    raw: Mapping[str, Any], place: Place, index: int, key: str, text: str, help_text: str, required: bool
+) -> Question:
+    """A number question: a whole number from ``minimum`` to ``maximum``, asked directly."""
+    for field in ("options", "privacy", "simulated_truth"):
+        if raw.get(field) is not None:
+            why = {
+                "options": "a number question has a range (minimum and maximum), not options",
+                "privacy": "a number question is asked plainly and has no privacy settings",
+                "simulated_truth": "a number question has no simulated shares",
+            }
+            raise place.error(why[field], field)
+    if "minimum" not in raw or "maximum" not in raw:
+        raise place.error(
+            "a number question needs a minimum and a maximum", "minimum" if "minimum" not in raw else "maximum"
+        )
+    low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    if high <= low:
+        raise place.error(f"must be above the minimum ({low:,})", "maximum")
+    return Question(
+        position=index,
+        key=key,
+        kind="number",
+        text=text,
+        help_text=help_text,
+        required=required,
+        minimum=low,
+        maximum=high,
+        options=[],
+    )
 
 
 def _slug(session: Session, title: str) -> str:
@@ -296,7 +347,9 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     if question.help_text:
         item["help_text"] = question.help_text
     item["required"] = question.required
-    if question.kind != "yes_no":
+    if question.is_number:
+        item["minimum"], item["maximum"] = question.minimum, question.maximum
+    elif question.kind != "yes_no":
         item["options"] = question.labels
     if question.design is not None:
         item["privacy"] = {"design": question.design.mechanism_name, **question.design.parameters}

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, scoped_session
 
 from .errors import Conflict, DomainError, Forbidden
 from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize
-from .models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
+from .models import DIRECT_KINDS, TALLY_SHARDS, Option, Question, Survey, accepting_on, today
 
 ANSWERS = ("answers",)
 
@@ -48,6 +48,19 @@ def _code(value: Any, key: str, k: int) -> int:
     return value
 
 
+def _number(value: Any, key: str, low: int, high: int) -> int:
+    """A number question's answer: a whole number from ``low`` to ``high`` (typed digits accepted)."""
+    where = (*ANSWERS, key)
+    rule = f"a whole number from {low:,} to {high:,}"
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value.strip()):
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value!r}", path=where)
+    if not low <= value <= high:
+        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value:,}", path=where)
+    return value
+
+
 @dataclass(frozen=True)
 class Field:
     """What checking one answer needs to know of its question."""
@@ -56,6 +69,25 @@ class Field:
     key: str
     required: bool
     options: int
+    #: A number question's range (None for questions with options).
+    minimum: int | None = None
+    maximum: int | None = None
+    kind: str = "direct"
+
+    @property
+    def randomized(self) -> bool:
+        return self.kind not in DIRECT_KINDS
+
+    @property
+    def paired(self) -> bool:
+        """Whether its answers enter the pair tallies (every question but a number question)."""
+        return self.kind != "number"
+
+    def check(self, value: Any) -> int:
+        """The value to store for the answer ``value``, or a DomainError saying what is wrong."""
+        if self.minimum is not None and self.maximum is not None:
+            return _number(value, self.key, self.minimum, self.maximum)
+        return _code(value, self.key, self.options)
 
 
 @dataclass(frozen=True)
@@ -83,6 +115,9 @@ _FORM_QUERY = (
         Question.key,
         Question.required,
         func.count(Option.id),
+        Question.minimum,
+        Question.maximum,
+        Question.kind,
     )
     .outerjoin(Question, Question.survey_id == Survey.id)
     .outerjoin(Option, Option.question_id == Question.id)
@@ -141,7 +176,7 @@ def survey_state(session: Session, survey_id: int) -> SurveyState:
 def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> dict[int, int]:
     """Map question id → reported code, or raise DomainError at the first problem's path."""
     if not isinstance(answers, Mapping):
-        raise DomainError("answers must be an object mapping question keys to option codes", path=ANSWERS)
+        raise DomainError("answers must be an object mapping question keys to option codes or numbers", path=ANSWERS)
     known = {f.key for f in fields}
     unknown = sorted(key for key in answers if key not in known)
     if unknown:
@@ -155,7 +190,7 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
             if field.required:
                 raise DomainError(f"question {field.key!r} is required: please answer it", path=(*ANSWERS, field.key))
             continue
-        values[field.id] = _code(raw, field.key, field.options)
+        values[field.id] = field.check(raw)
     if not values:
         raise DomainError("the submission has no answers", path=ANSWERS)
     return values
@@ -259,8 +294,12 @@ def write_submission(
         "access": access,
         "shard": random.randrange(TALLY_SHARDS),
     }
-    for i, (question_id, code) in enumerate(sorted(values.items())):
+    kinds = {f.id: f for f in form.fields}
+    ordered = sorted(values.items())
+    for i, (question_id, code) in enumerate(ordered):
+        field = kinds[question_id]
         params[f"q{i}"], params[f"v{i}"] = question_id, code
+        params[f"r{i}"], params[f"p{i}"] = field.randomized, field.paired
     engine = session.get_bind()
     dialect = engine.dialect.name
     if dialect == "postgresql":
@@ -287,7 +326,28 @@ def write_submission(
         return False
     for statement in (insert_answers, count_answers, count_submission):
         connection.execute(statement, params)
+    pairs, days = tally_rows(ordered, kinds, params["shard"], day)
+    if pairs:
+        connection.execute(_SQLITE_COUNT_PAIR, pairs)
+    if days:
+        connection.execute(_SQLITE_COUNT_DAY, days)
     return True
+
+
+def tally_rows(
+    ordered: list[tuple[int, int]], fields: Mapping[int, Field], shard: int, day: dt.date
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pair- and day-tally rows one submission adds to, in the order they are written (by
+    question id, as the PostgreSQL statement writes them): the SQLite path's rows, and the rule the
+    PostgreSQL statement follows in SQL."""
+    pairs = [
+        {"q": a, "v": va, "o": b, "ov": vb, "shard": shard}
+        for i, (a, va) in enumerate(ordered)
+        for b, vb in ordered[i + 1 :]
+        if fields[a].paired and fields[b].paired and (fields[a].randomized or fields[b].randomized)
+    ]
+    days = [{"q": q, "v": v, "day": day.isoformat(), "shard": shard} for q, v in ordered if fields[q].randomized]
+    return pairs, days
 
 
 @contextlib.contextmanager
@@ -323,6 +383,18 @@ _ACCEPTING = """SELECT id FROM surveys
       AND (opens_on IS NULL OR opens_on <= {day}) AND (closes_on IS NULL OR closes_on >= {day})"""
 _COUNT_CONFLICT = "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + 1"
 _COUNT_SUBMISSION_CONFLICT = "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + 1"
+_COUNT_PAIR_CONFLICT = (
+    "ON CONFLICT (question_id, value, other_id, other_value, shard) DO UPDATE SET count = pair_tallies.count + 1"
+)
+_COUNT_DAY_CONFLICT = "ON CONFLICT (question_id, value, day, shard) DO UPDATE SET count = day_tallies.count + 1"
+_SQLITE_COUNT_PAIR = text(
+    "INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count) "
+    "VALUES (:q, :v, :o, :ov, :shard, 1) " + _COUNT_PAIR_CONFLICT
+)
+_SQLITE_COUNT_DAY = text(
+    "INSERT INTO day_tallies (question_id, value, day, shard, count) VALUES (:q, :v, :day, :shard, 1) "
+    + _COUNT_DAY_CONFLICT
+)
 
 
 @functools.cache
@@ -345,10 +417,13 @@ def _postgresql_write(n: int, claiming: bool) -> str:
         source = """new_submission AS (
     INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM accepting RETURNING id
 )"""
-    reported = _rows("(CAST(%(q{i})s AS INTEGER), CAST(%(v{i})s AS INTEGER))", n)
+    reported = _rows(
+        "(CAST(%(q{i})s AS INTEGER), CAST(%(v{i})s AS INTEGER), CAST(%(r{i})s AS BOOLEAN), CAST(%(p{i})s AS BOOLEAN))",
+        n,
+    )
     return f"""WITH accepting AS (
     {accepting}
-), {source}, reported (question_id, value) AS (
+), {source}, reported (question_id, value, randomized, paired) AS (
     VALUES {reported}
 ), new_answers AS (
     INSERT INTO answers (submission_id, question_id, value)
@@ -357,6 +432,18 @@ def _postgresql_write(n: int, claiming: bool) -> str:
     INSERT INTO answer_tallies (question_id, value, shard, count)
     SELECT reported.question_id, reported.value, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission, reported
     {_COUNT_CONFLICT}
+), counted_pairs AS (
+    INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count)
+    SELECT a.question_id, a.value, b.question_id, b.value, CAST(%(shard)s AS SMALLINT), 1
+    FROM new_submission, reported a JOIN reported b ON b.question_id > a.question_id
+    WHERE a.paired AND b.paired AND (a.randomized OR b.randomized)
+    ORDER BY a.question_id, b.question_id
+    {_COUNT_PAIR_CONFLICT}
+), counted_days AS (
+    INSERT INTO day_tallies (question_id, value, day, shard, count)
+    SELECT reported.question_id, reported.value, CAST(%(day)s AS DATE), CAST(%(shard)s AS SMALLINT), 1
+    FROM new_submission, reported WHERE reported.randomized
+    {_COUNT_DAY_CONFLICT}
 )
 INSERT INTO submission_tallies (survey_id, shard, count)
 SELECT %(survey_id)s, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission

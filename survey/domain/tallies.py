@@ -11,28 +11,52 @@ Nothing here ever loads individual responses into Python.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, literal, select, text, union_all
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, delete, func, literal, or_, select, text, union_all
+from sqlalchemy.orm import Session, aliased
 
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
-from .models import Answer, AnswerTally, Question, Submission, SubmissionTally, Survey
+from .models import (
+    DIRECT_KINDS,
+    Answer,
+    AnswerTally,
+    DayTally,
+    PairTally,
+    Question,
+    Submission,
+    SubmissionTally,
+    Survey,
+)
+from .numbers import NumberSummary, summarize
 
 
 @dataclass(frozen=True)
 class Counts:
-    """A survey's counts at one moment: submissions, and per question id the count of each code."""
+    """A survey's counts at one moment: submissions, per question id the count of each code, and for
+    a number question (whose answers are numbers, not codes) the count of each value answered."""
 
     submissions: int
     by_question: dict[int, np.ndarray]
+    numbers: dict[int, dict[int, int]] = field(default_factory=dict)
 
 
-def _empty_counts(survey: Survey) -> dict[int, np.ndarray]:
-    return {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions}
+def _empty_counts(survey: Survey) -> Counts:
+    return Counts(
+        0,
+        {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions if not q.is_number},
+        {q.id: {} for q in survey.questions if q.is_number},
+    )
+
+
+def _add(counts: Counts, question_id: int, value: int, count: int) -> None:
+    if question_id in counts.numbers:
+        counts.numbers[question_id][int(value)] = int(count)
+    elif question_id in counts.by_question and 0 <= value < len(counts.by_question[question_id]):
+        counts.by_question[question_id][value] = int(count)
 
 
 def survey_counts(session: Session, survey: Survey) -> Counts:
@@ -52,9 +76,9 @@ def survey_counts(session: Session, survey: Survey) -> Counts:
     for question_id, value, count in session.execute(union_all(answers, submissions)):
         if question_id is None:
             total = int(count or 0)
-        elif question_id in counts and 0 <= value < len(counts[question_id]):
-            counts[question_id][value] = int(count)
-    return Counts(total, counts)
+        else:
+            _add(counts, question_id, value, count)
+    return Counts(total, counts.by_question, counts.numbers)
 
 
 def submission_count(session: Session, survey: Survey) -> int:
@@ -76,18 +100,98 @@ def recount(session: Session, survey: Survey) -> Counts:
         .group_by(Answer.question_id, Answer.value)
     )
     for question_id, value, count in rows:
-        counts[question_id][value] = count
+        _add(counts, question_id, value, count)
     total = session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
-    return Counts(int(total or 0), counts)
+    return Counts(int(total or 0), counts.by_question, counts.numbers)
+
+
+#: ``(question id, value, other question id, other value) → count`` and ``(question id, value, day) → count``
+PairCounts = dict[tuple[int, int, int, int], int]
+DayCounts = dict[tuple[int, int, Any], int]
+
+
+def _survey_question_ids(survey: Survey) -> Any:
+    return select(Question.id).where(Question.survey_id == survey.id).scalar_subquery()
+
+
+def pair_tally_counts(session: Session, survey: Survey) -> PairCounts:
+    """The pair tallies of ``survey``, summed over shards."""
+    rows = session.execute(
+        select(
+            PairTally.question_id, PairTally.value, PairTally.other_id, PairTally.other_value, func.sum(PairTally.count)
+        )
+        .where(PairTally.question_id.in_(_survey_question_ids(survey)))
+        .group_by(PairTally.question_id, PairTally.value, PairTally.other_id, PairTally.other_value)
+    )
+    return {(a, va, b, vb): int(c) for a, va, b, vb, c in rows if c}
+
+
+def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
+    """The day tallies of ``survey``, summed over shards."""
+    rows = session.execute(
+        select(DayTally.question_id, DayTally.value, DayTally.day, func.sum(DayTally.count))
+        .where(DayTally.question_id.in_(_survey_question_ids(survey)))
+        .group_by(DayTally.question_id, DayTally.value, DayTally.day)
+    )
+    return {(q, v, day): int(c) for q, v, day, c in rows if c}
+
+
+def recount_pairs(session: Session, survey: Survey) -> PairCounts:
+    """What the pair tallies must equal: the GROUP BY over every pair of one submission's answers to
+    two questions (lower id first) of which one is randomized and neither is a number question."""
+    a, b = aliased(Answer), aliased(Answer)
+    qa, qb = aliased(Question), aliased(Question)
+    rows = session.execute(
+        select(a.question_id, a.value, b.question_id, b.value, func.count())
+        .join(b, and_(b.submission_id == a.submission_id, b.question_id > a.question_id))
+        .join(qa, qa.id == a.question_id)
+        .join(qb, qb.id == b.question_id)
+        .where(
+            qa.survey_id == survey.id,
+            qa.kind != "number",
+            qb.kind != "number",
+            or_(qa.kind.not_in(DIRECT_KINDS), qb.kind.not_in(DIRECT_KINDS)),
+        )
+        .group_by(a.question_id, a.value, b.question_id, b.value)
+    )
+    return {(x, vx, y, vy): int(c) for x, vx, y, vy, c in rows}
+
+
+def recount_days(session: Session, survey: Survey) -> DayCounts:
+    """What the day tallies must equal: each randomized question's answers per value and day."""
+    rows = session.execute(
+        select(Answer.question_id, Answer.value, Submission.submitted_on, func.count())
+        .join(Submission, Submission.id == Answer.submission_id)
+        .join(Question, Question.id == Answer.question_id)
+        .where(Question.survey_id == survey.id, Question.kind.not_in(DIRECT_KINDS))
+        .group_by(Answer.question_id, Answer.value, Submission.submitted_on)
+    )
+    return {(q, v, day): int(c) for q, v, day, c in rows}
+
+
+def _differences(name: str, kept: dict, counted: dict) -> list[str]:
+    differ = sorted((k for k in kept.keys() | counted.keys() if kept.get(k) != counted.get(k)), key=str)
+    if not differ:
+        return []
+    shown = "; ".join(f"{k}: tally {kept.get(k, 0)}, recount {counted.get(k, 0)}" for k in differ[:3])
+    return [f"{name}: {len(differ)} cells differ ({shown})"]
 
 
 def tally_mismatches(session: Session, survey: Survey) -> list[str]:
     """Where the running tallies differ from a recount, in words; empty when they agree."""
     kept, counted = survey_counts(session, survey), recount(session, survey)
-    problems = []
+    problems = _differences("pairs of answers", pair_tally_counts(session, survey), recount_pairs(session, survey))
+    problems += _differences("answers per day", day_tally_counts(session, survey), recount_days(session, survey))
     if kept.submissions != counted.submissions:
         problems.append(f"submissions: tally {kept.submissions}, recount {counted.submissions}")
     for q in survey.questions:
+        if q.is_number:
+            x, y = kept.numbers[q.id], counted.numbers[q.id]
+            if x != y:
+                differ = sorted(v for v in x.keys() | y.keys() if x.get(v) != y.get(v))
+                pairs = ", ".join(f"{v}: tally {x.get(v, 0)}, recount {y.get(v, 0)}" for v in differ[:5])
+                problems.append(f"question {q.key!r}: {pairs}")
+            continue
         a, b = kept.by_question[q.id], counted.by_question[q.id]
         if not np.array_equal(a, b):
             problems.append(f"question {q.key!r}: tally {a.tolist()}, recount {b.tolist()}")
@@ -109,14 +213,33 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     """
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text(f"LOCK TABLE {Submission.__tablename__} IN SHARE ROW EXCLUSIVE MODE"))
-    question_ids = select(Question.id).where(Question.survey_id == survey.id).scalar_subquery()
+    question_ids = _survey_question_ids(survey)
     session.execute(delete(AnswerTally).where(AnswerTally.question_id.in_(question_ids)))
+    session.execute(delete(PairTally).where(PairTally.question_id.in_(question_ids)))
+    session.execute(delete(DayTally).where(DayTally.question_id.in_(question_ids)))
     session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey.id))
+    pairs = [
+        {"question_id": a, "value": va, "other_id": b, "other_value": vb, "shard": 0, "count": c}
+        for (a, va, b, vb), c in recount_pairs(session, survey).items()
+    ]
+    if pairs:
+        session.execute(PairTally.__table__.insert(), pairs)
+    days = [
+        {"question_id": q, "value": v, "day": day, "shard": 0, "count": c}
+        for (q, v, day), c in recount_days(session, survey).items()
+    ]
+    if days:
+        session.execute(DayTally.__table__.insert(), days)
     counted = recount(session, survey)
     rows = [
         {"question_id": qid, "value": code, "shard": 0, "count": int(c)}
         for qid, counts in counted.by_question.items()
         for code, c in enumerate(counts)
+        if c
+    ] + [
+        {"question_id": qid, "value": value, "shard": 0, "count": c}
+        for qid, values in counted.numbers.items()
+        for value, c in values.items()
         if c
     ]
     if rows:
@@ -195,14 +318,23 @@ def question_mechanism(question: Question) -> Mechanism:
 
 
 def survey_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[QuestionResult]:
-    """Every question's counts and estimate; ``counts`` defaults to the running tallies read now."""
+    """Every option question's counts and estimate (number questions: :func:`number_results`);
+    ``counts`` defaults to the running tallies read now."""
     by_question = (counts or survey_counts(session, survey)).by_question
     results = []
     for q in survey.questions:
+        if q.is_number:
+            continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
         results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
     return results
+
+
+def number_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[NumberSummary]:
+    """Every number question's summary, from the running tallies (``counts``, read now by default)."""
+    numbers = (counts or survey_counts(session, survey)).numbers
+    return [summarize(q, numbers[q.id]) for q in survey.questions if q.is_number]
 
 
 def results_total_epsilon(results: list[QuestionResult]) -> float:

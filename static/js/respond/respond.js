@@ -42,18 +42,43 @@
   showMemo(Boolean(memo && memo.available()));
 
   function chosen(fieldset) {
+    if (fieldset.hasAttribute("data-number")) {
+      var typed = fieldset.querySelector("input[name='q_" + fieldset.dataset.key + "']");
+      return typed && typed.value.trim() !== "" ? typed : null;
+    }
     var selector = fieldset.hasAttribute("data-randomized")
       ? "input[data-true-answer]:checked"
       : "input[name='q_" + fieldset.dataset.key + "']:checked";
     return fieldset.querySelector(selector);
   }
 
-  function markMissing(fieldset, missing) {
+  function markMissing(fieldset, missing, message) {
     fieldset.classList.toggle("missing", missing);
     var error = document.getElementById("error-" + fieldset.dataset.key);
     if (error) {
       error.hidden = !missing;
+      if (missing) {
+        error.textContent = message || "Please answer this question.";
+      }
     }
+  }
+
+  /* A number question's typed answer, if it is not a whole number in its range: what to say. */
+  function numberProblem(fieldset) {
+    if (!fieldset.hasAttribute("data-number")) {
+      return "";
+    }
+    var input = fieldset.querySelector("input[type=number]");
+    var text = input.value.trim();
+    var rule = "Please type a whole number from " + input.min + " to " + input.max + ".";
+    if (input.validity && input.validity.badInput) {
+      return rule; // typed, but not a number (the browser keeps the value empty)
+    }
+    if (text === "") {
+      return "";
+    }
+    var n = Number(text);
+    return /^-?[0-9]+$/.test(text) && n >= Number(input.min) && n <= Number(input.max) ? "" : rule;
   }
 
   function column(fieldset, trueCode) {
@@ -96,6 +121,13 @@
       });
   }
 
+  form.addEventListener("input", function (event) {
+    var fieldset = event.target.closest("fieldset.question[data-number]");
+    if (fieldset && chosen(fieldset)) {
+      markMissing(fieldset, false);
+    }
+  });
+
   form.addEventListener("change", function (event) {
     var fieldset = event.target.closest("fieldset.question");
     if (fieldset && chosen(fieldset)) {
@@ -110,16 +142,26 @@
     }
     var missing = [];
     var toReport = [];
+    var invalid = [];
     fieldsets.forEach(function (fieldset) {
       var input = chosen(fieldset);
-      var isMissing = !input && fieldset.hasAttribute("data-required");
-      markMissing(fieldset, isMissing);
-      if (isMissing) {
+      var problem = numberProblem(fieldset);
+      var isMissing = !problem && !input && fieldset.hasAttribute("data-required");
+      markMissing(fieldset, isMissing || Boolean(problem), problem);
+      if (problem) {
+        invalid.push(fieldset);
+      } else if (isMissing) {
         missing.push(fieldset);
       } else if (input && fieldset.hasAttribute("data-randomized")) {
         toReport.push([fieldset, Number(input.value)]);
       }
     });
+    if (invalid.length > 0) {
+      status.className = "alert";
+      status.textContent = "A number is outside what the question accepts; it is marked below.";
+      invalid[0].querySelector("input").focus();
+      return;
+    }
     if (missing.length > 0) {
       status.className = "alert";
       status.textContent =

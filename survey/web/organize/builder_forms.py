@@ -36,6 +36,7 @@ KIND_CHOICES = [
     SelectChoice("yes_no", "Yes / no"),
     SelectChoice("choice", "Choice between options"),
     SelectChoice("direct", "Asked directly (not protected)"),
+    SelectChoice("number", "A whole number, asked directly (not protected)"),
 ]
 EPSILON_CHOICE = SelectChoice(EPSILON.name, "ε (privacy loss)")
 ONE_SIDED_MESSAGE = (
@@ -178,6 +179,8 @@ class QuestionForm(BuilderForm):
     key = StringField("Short name (optional)")
     required = BooleanField("Required: a respondent must answer it", default=True)
     options = TextAreaField("Options, one per line")
+    minimum = StringField("Smallest number accepted", default="0")
+    maximum = StringField("Largest number accepted", default="100")
     design = SelectField("Design", default="coin_flip", validate_choice=False)
     set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
     epsilon = StringField("ε (epsilon)", default="1")
@@ -220,6 +223,8 @@ class QuestionForm(BuilderForm):
             "options": "\n".join(question.labels) if question.kind != "yes_no" else "",
             "allow_one_sided": False,
         }
+        if question.is_number:
+            data["minimum"], data["maximum"] = str(question.minimum), str(question.maximum)
         stored = question.design
         design = DESIGNS.get(stored.mechanism_name) if stored is not None else None
         if stored is not None and design is not None:  # every design a spec can hold is registered
@@ -288,7 +293,10 @@ class QuestionForm(BuilderForm):
         key = (self.key.data or "").strip() or default_key
         if key:
             raw["key"] = key
-        if kind != "yes_no":
+        if kind == "number":
+            raw["minimum"] = loose_number(self.minimum.data)
+            raw["maximum"] = loose_number(self.maximum.data)
+        elif kind != "yes_no":
             raw["options"] = self.option_labels()
         if kind in ("yes_no", "choice"):
             if kind == "choice" and self._k() < 2:
@@ -325,6 +333,8 @@ class QuestionForm(BuilderForm):
     def paths(self) -> dict[tuple[Any, ...], str | None]:
         return {
             ("options",): "options",
+            ("minimum",): "minimum",
+            ("maximum",): "maximum",
             ("privacy", "design"): "design",
             ("privacy", "allow_one_sided"): "allow_one_sided",
         }

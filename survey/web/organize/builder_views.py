@@ -38,7 +38,7 @@ from .builder_forms import (
     set_by_designs,
 )
 
-KIND_NAMES = {"yes_no": "Yes / no", "choice": "Choice", "direct": "Asked directly"}
+KIND_NAMES = {"yes_no": "Yes / no", "choice": "Choice", "direct": "Asked directly", "number": "Number, asked directly"}
 #: How the builder's templates write numbers (passed to them, not registered as app-wide filters).
 FORMATS = SimpleNamespace(eps=epsilon_text, points=points_text, count=count_text, times=times_text)
 

@@ -15,7 +15,16 @@ from flask import Response, jsonify, render_template, request, send_file, stream
 from flask_login import current_user, login_required
 
 from survey.domain.access import survey_for, visible_surveys
-from survey.domain.analysis import WEEK, Comparison, Regression, comparable, compare, regression
+from survey.domain.analysis import (
+    MAX_COVARIATES,
+    WEEK,
+    Comparison,
+    Regression,
+    comparable,
+    compare,
+    covariates_of,
+    regression,
+)
 from survey.domain.coding import researcher_code, researcher_options
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
@@ -24,6 +33,7 @@ from survey.domain.models import Survey
 from survey.domain.rscript import r_script
 from survey.domain.tallies import (
     QuestionResult,
+    number_results,
     results_total_epsilon,
     submission_count,
     survey_counts,
@@ -37,7 +47,7 @@ from survey.privacy.estimation import FLOOR_FACTOR
 from . import bp
 from .chart import Chart, estimate_chart
 
-KIND_NAMES = {"yes_no": "yes / no", "choice": "choice", "direct": "direct"}
+KIND_NAMES = {"yes_no": "yes / no", "choice": "choice", "direct": "direct", "number": "number"}
 INTERVAL_NAMES = {
     "wilson-floor-mapped": "Wilson, mapped",
     "clopper-pearson-mapped": "exact, mapped",
@@ -147,6 +157,7 @@ def survey(slug: str):
         submissions=counts.submissions,
         total_epsilon=epsilon_text(results_total_epsilon(results)),
         sections=sections,
+        numbers=number_results(db.session, survey, counts),
         level=LEVEL,
         kind_names=KIND_NAMES,
         interval_names=INTERVAL_NAMES,
@@ -334,9 +345,10 @@ def compare_api(slug: str):
 def _regression_choice(survey: Survey) -> tuple[str | None, list[str]]:
     """``outcome`` and ``covariates`` from the query string; without an outcome, the first
     randomized question on every question asked directly."""
-    randomized, direct = comparable(survey)
+    randomized, _ = comparable(survey)
+    direct = covariates_of(survey)
     if "outcome" not in request.args:
-        return (randomized[0].key if randomized else None), [q.key for q in direct]
+        return (randomized[0].key if randomized else None), [q.key for q in direct][:MAX_COVARIATES]
     return request.args.get("outcome"), request.args.getlist("covariates")
 
 
@@ -349,7 +361,8 @@ def _regression(survey: Survey) -> Regression:
 def regression_page(slug: str):
     """What predicts a sensitive answer: a logistic regression on questions asked directly."""
     survey = _survey_or_404(slug)
-    randomized, direct = comparable(survey)
+    randomized, _ = comparable(survey)
+    direct = covariates_of(survey)
     outcome, chosen = _regression_choice(survey)
     result: Regression | None = None
     error: DomainError | None = None
