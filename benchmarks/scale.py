@@ -95,6 +95,161 @@ TRUTHS = [
 ]
 
 
+#: The analysis part's survey: seven randomized questions and three asked directly (two with options,
+#: one number), so that it has groups to break down by and covariates to regress on.
+ANALYSIS_SLUG = "scale-analysis"
+ANALYSIS_SPEC: dict[str, Any] = {
+    "title": "Scale benchmark, analysis",
+    "slug": ANALYSIS_SLUG,
+    "questions": [
+        {"key": f"y{i}", "kind": "yes_no", "text": f"Yes/no {i}?", "privacy": {"design": "grr", "epsilon": e}}
+        for i, e in enumerate(EPSILONS, 1)
+    ]
+    + [
+        {
+            "key": f"c{i}",
+            "kind": "choice",
+            "text": f"Choice {i}?",
+            "options": ["a", "b", "c", "d", "e"],
+            "privacy": {"design": "grr", "epsilon": 1.0},
+        }
+        for i in (1, 2)
+    ]
+    + [
+        {"key": "region", "kind": "direct", "text": "Region?", "options": ["north", "east", "south", "west"]},
+        {"key": "sector", "kind": "direct", "text": "Sector?", "options": ["public", "private", "other"]},
+        {"key": "age", "kind": "number", "text": "Age?", "minimum": 16, "maximum": 99},
+    ],
+}
+ANALYSIS_DAYS = 56  # eight weeks of submissions
+
+
+def simulate_analysis(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` respondents of ANALYSIS_SPEC (their stored values, n × 10) and their days."""
+    from survey.privacy import GeneralizedRR
+
+    region = rng.choice(4, size=n, p=[0.3, 0.3, 0.2, 0.2])
+    sector = rng.choice(3, size=n, p=[0.4, 0.5, 0.1])
+    age = rng.integers(16, 100, size=n)
+    eta = -1.5 + 0.3 * (region == 1) - 0.2 * (sector == 2) - 0.02 * (age - 40)
+    first = (rng.random(n) >= 1 / (1 + np.exp(-eta))).astype(np.int64)  # code 0 is "yes"
+    second = np.where(first == 0, rng.random(n) >= 0.5, rng.random(n) >= 0.2).astype(np.int64)
+    truths = [first, second] + [rng.choice(2, size=n, p=[t, 1 - t]) for t in (0.1, 0.3, 0.02)]
+    truths += [rng.choice(5, size=n, p=[0.5, 0.2, 0.15, 0.1, 0.05]) for _ in range(2)]
+    reports = np.empty((n, 10), dtype=np.int64)
+    for j, (truth, eps) in enumerate(zip(truths, [*EPSILONS, 1.0, 1.0], strict=True)):
+        reports[:, j] = GeneralizedRR(2 if j < 5 else 5, epsilon=eps).randomize(truth, rng)
+    reports[:, 7], reports[:, 8], reports[:, 9] = region, sector, age
+    return reports, rng.integers(0, ANALYSIS_DAYS, size=n)
+
+
+def measure_analysis(url: str) -> dict[str, Any]:
+    """Runs in a child process: a breakdown by a direct question, by week, an association of two
+    randomized questions and a regression on three covariates, as the compare and regression pages
+    compute them (loading the survey included)."""
+    from sqlalchemy import select
+
+    from survey import create_app
+    from survey.domain.analysis import compare, regression
+    from survey.domain.models import Survey
+    from survey.platform.extensions import db
+
+    app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
+
+    def timed(fn, repeats: int) -> tuple[float, Any]:
+        def once():
+            with app.app_context():
+                out = fn(db.session.scalar(select(Survey).where(Survey.slug == ANALYSIS_SLUG)))
+                db.session.remove()
+                return out
+
+        result = once()  # warm up
+        return _median_seconds(once, repeats), result
+
+    breakdown_s, by_region = timed(lambda s: compare(db.session, s, "y1", "region").to_dict(), 15)
+    week_s, by_week = timed(lambda s: compare(db.session, s, "y1", "week").to_dict(), 15)
+    association_s, pair = timed(lambda s: compare(db.session, s, "y1", "y2").to_dict(), 15)
+    regression_s, fit = timed(lambda s: regression(db.session, s, "y1", ["region", "sector", "age"]).to_dict(), 5)
+    return {
+        "breakdown_s": breakdown_s,
+        "week_s": week_s,
+        "association_s": association_s,
+        "regression_s": regression_s,
+        "breakdown_n": by_region["total"]["n"],
+        "weeks": len(by_week["groups"]),
+        "association_n": int(sum(c["reported"] for c in pair["cells"])),
+        "regression_n": fit["n"],
+        "regression_patterns": fit["n_patterns"],
+        "age_coefficient": next(c["estimate"] for c in fit["coefficients"] if c["name"] == "age"),
+    }
+
+
+def run_analysis(postgresql: str, workdir: Path, sizes: tuple[int, ...]) -> list[dict]:
+    database = Database("postgresql", postgresql, workdir, ANALYSIS_SPEC)
+    rng = np.random.default_rng(20261125)
+    rows: list[dict] = []
+    try:
+        for size in sizes:
+            reports, days = simulate_analysis(size - database.submissions, rng)
+            load_s = bulk_load(database, reports, days=days)
+            tally_s = rebuild(database)
+            measured = in_child("analysis", database.url)
+            for key in ("breakdown_n", "association_n", "regression_n"):
+                assert measured[key] == size, (key, measured[key], size)
+            rows.append({"size": size, "load_s": load_s, "tally_s": tally_s, **measured})
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        database.drop()
+    return rows
+
+
+def analysis_report(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """Target lines and the table of the analysis part."""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    targets = []
+    biggest = rows[-1]
+    size = f"{biggest['size']:,}"
+    for name, key in (("breakdown by a direct question", "breakdown_s"), ("association", "association_s")):
+        slowest = max(r[key] for r in rows)
+        spread = slowest / min(r[key] for r in rows)
+        targets.append(
+            f"| {name} of {size} submissions < 50 ms on PostgreSQL | {fmt_s(biggest[key])} |"
+            f" {verdict(biggest[key] < 0.05)} |"
+        )
+        targets.append(
+            f"| {name}: flat from {rows[0]['size']:,} to {size} (slowest ÷ fastest ≤ 1.5) | {spread:.2f} |"
+            f" {verdict(spread <= 1.5)} |"
+        )
+    took = biggest["regression_s"]
+    targets.append(f"| regression on 3 covariates, {size} submissions < 1 s | {fmt_s(took)} | {verdict(took < 1)} |")
+    table = [
+        "## Analysis (PostgreSQL)",
+        "",
+        "A 10-question survey (`ANALYSIS_SPEC`: five yes/no and two 5-option questions randomized by GRR, two"
+        " questions asked directly with 4 and 3 options, a number question 16–99), bulk-loaded over eight weeks"
+        " and its tallies rebuilt (answer, pair and day tallies: what `flask recount --fix` does). Medians over 15"
+        " runs in a fresh process (5 for the regression), each loading the survey as the page does. *Breakdown*:"
+        " `y1` by `region` (pair tallies). *By week*: `y1` by week of submission (day tallies). *Association*:"
+        " `y1` with `y2` (pair tallies). *Regression*: `y1` on `region`, `sector` and `age` (a GROUP BY over the"
+        " answers per covariate pattern, then Newton on the counts); *patterns* is the number of distinct"
+        " (outcome, covariates) rows it fits on.",
+        "",
+        "| submissions | bulk load | tally rebuild | breakdown | by week | association | regression | patterns"
+        " | age coefficient (true −0.02) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        table.append(
+            f"| {r['size']:,} | {fmt_s(r['load_s'])} | {fmt_s(r['tally_s'])} | {fmt_s(r['breakdown_s'])}"
+            f" | {fmt_s(r['week_s'])} | {fmt_s(r['association_s'])} | {fmt_s(r['regression_s'])}"
+            f" | {r['regression_patterns']:,} | {r['age_coefficient']:.4f} |"
+        )
+    return targets, table
+
+
 def pg_admin_url(url: str) -> str:
     from survey.platform.config import normalize_database_url
 
@@ -107,8 +262,10 @@ def pg_admin_url(url: str) -> str:
 class Database:
     """A database of its own for one part of the benchmark, migrated, holding the survey."""
 
-    def __init__(self, backend: str, postgresql: str | None, workdir: Path) -> None:
+    def __init__(self, backend: str, postgresql: str | None, workdir: Path, spec: dict[str, Any] | None = None) -> None:
         from sqlalchemy import create_engine, text
+
+        spec = spec or SPEC
 
         self.backend = backend
         if backend == "sqlite":
@@ -138,9 +295,9 @@ class Database:
             owner = User(username=USER)
             owner.set_password(PASSWORD)
             db.session.add(owner)
-            survey = create_survey_from_spec(db.session, SPEC, owner=owner)
+            survey = create_survey_from_spec(db.session, spec, owner=owner)
             # the same questions again, for the plain-SQL runs, whose rows keep no tallies
-            plain = create_survey_from_spec(db.session, {**SPEC, "slug": PLAIN_SLUG}, owner=owner)
+            plain = create_survey_from_spec(db.session, {**spec, "slug": PLAIN_SLUG}, owner=owner)
             db.session.commit()
             self.survey_id, self.plain_survey_id = survey.id, plain.id
             self.question_ids = [q.id for q in survey.questions]
@@ -173,11 +330,15 @@ def simulate_reports(n: int, rng: np.random.Generator) -> np.ndarray:
     return reports
 
 
-def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000) -> float:
-    """Append ``reports`` as submissions with explicit ids; returns seconds (without the tallies)."""
+def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000, days: np.ndarray | None = None) -> float:
+    """Append ``reports`` as submissions with explicit ids; returns seconds (without the tallies).
+    ``days``: each submission's day as a number of days after 2026-11-01 (all on that day if None)."""
     start = time.perf_counter()
     first = database.submissions + 1
     day = dt.date(2026, 11, 1)
+    if days is None:
+        days = np.zeros(len(reports), dtype=int)
+    names = [(day + dt.timedelta(days=int(d))).isoformat() for d in range(int(days.max(initial=0)) + 1)]
     qids = np.asarray(database.question_ids)
     if database.backend == "postgresql":
         import psycopg
@@ -186,8 +347,11 @@ def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000) -> 
             for lo in range(0, len(reports), chunk):
                 block = reports[lo : lo + chunk]
                 ids = np.arange(first + lo, first + lo + len(block))
+                on = days[lo : lo + chunk]
                 with cur.copy("COPY submissions (id, survey_id, submitted_on) FROM STDIN") as copy:
-                    copy.write("".join(f"{i}\t{database.survey_id}\t{day}\n" for i in ids))
+                    copy.write(
+                        "".join(f"{i}\t{database.survey_id}\t{names[d]}\n" for i, d in zip(ids, on, strict=True))
+                    )
                 rows = np.column_stack([np.repeat(ids, len(qids)), np.tile(qids, len(block)), block.ravel()])
                 buffer = io.StringIO()
                 np.savetxt(buffer, rows, fmt="%d", delimiter="\t")
@@ -207,9 +371,10 @@ def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000) -> 
             for lo in range(0, len(reports), chunk):
                 block = reports[lo : lo + chunk]
                 ids = np.arange(first + lo, first + lo + len(block))
+                on = days[lo : lo + chunk]
                 conn.executemany(
                     "INSERT INTO submissions (id, survey_id, submitted_on) VALUES (?, ?, ?)",
-                    [(int(i), database.survey_id, day.isoformat()) for i in ids],
+                    [(int(i), database.survey_id, names[d]) for i, d in zip(ids, on, strict=True)],
                 )
                 repeated, tiled = np.repeat(ids, len(qids)).tolist(), np.tile(qids, len(block)).tolist()
                 rows = zip(repeated, tiled, block.ravel().tolist(), strict=True)
@@ -594,6 +759,7 @@ def _plain_inserts(
                 params.update(day=day, shard=random.randrange(16))
                 for i, (qid, value) in enumerate(zip(question_ids, values, strict=True)):
                     params[f"q{i}"], params[f"v{i}"] = qid, value
+                    params[f"r{i}"] = params[f"p{i}"] = True  # every question of SPEC is randomized
                 conn.autocommit = True  # as the app sends it: one statement, its own transaction
                 assert conn.execute(statement, params).fetchone() is not None
             done += 1
@@ -671,7 +837,45 @@ def fmt_s(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def report(estimation: list[dict], ingest: dict | None, header: str) -> str:
+def _ingest_lines(ingest: dict | None) -> list[str]:
+    lines: list[str] = []
+    if ingest:
+        lines += [
+            "",
+            "## Ingest (PostgreSQL)",
+            "",
+            f"{ingest['seconds']:.0f} s per run after an uncounted 5 s warm-up of each kind, {ingest['connections']}"
+            " wrk connections, runs interleaved (plain SQL,"
+            " web, our statement) and repeated; medians in the summary. *Plain SQL*: as many processes as workers,"
+            " one INSERT per row (a submission and its 10 answers), one transaction per submission. *Our statement*:"
+            " the same processes sending the single statement the app sends (answers and tallies), in"
+            " autocommit as the app does. *Web*: gunicorn (`survey.platform.gunicorn_conf`: sync workers, access log"
+            " on) behind wrk; *stored* is counted in the database before and after the run.",
+            "",
+            "| workers | round | plain SQL /s | our statement /s | web /s | web ÷ plain | p50 | p99 | errors"
+            " | acknowledged | stored | lost |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for workers, kinds in ingest["runs"].items():
+            for i, (naive, web, stmt) in enumerate(
+                zip(kinds["naive"], kinds["web"], kinds["statement"], strict=True), 1
+            ):
+                lines.append(
+                    f"| {workers} | {i} | {naive['rate']:.0f} | {stmt['rate']:.0f} | {web['rate']:.0f}"
+                    f" | {web['rate'] / naive['rate']:.0%}"
+                    f" | {web['p50_ms']:.1f} ms | {web['p99_ms']:.1f} ms | {web['errors']} | {web['acknowledged']:,}"
+                    f" | {web['stored']:,} | {web['lost']} |"
+                )
+            med = {k: statistics.median(r["rate"] for r in v) for k, v in kinds.items()}
+            lines.append(
+                f"| {workers} | median | {med['naive']:.0f} | {med['statement']:.0f} | {med['web']:.0f} |"
+                f" {med['web'] / med['naive']:.0%} | {statistics.median(r['p50_ms'] for r in kinds['web']):.1f} ms"
+                f" | {statistics.median(r['p99_ms'] for r in kinds['web']):.1f} ms | | | | |"
+            )
+    return lines
+
+
+def report(estimation: list[dict], ingest: dict | None, header: str, analysis: list[dict] | None = None) -> str:
     lines = [header, ""]
     targets = ["## Targets", "", "| target | measured | |", "|---|---|---|"]
 
@@ -718,7 +922,15 @@ def report(estimation: list[dict], ingest: dict | None, header: str) -> str:
             f"| tallies equal a GROUP BY after all ingest runs | {ingest['tally_mismatches'] or 'equal'} |"
             f" {verdict(not ingest['tally_mismatches'])} |"
         )
+    analysis_table: list[str] = []
+    if analysis:
+        more, analysis_table = analysis_report(analysis)
+        targets += more
     lines += [*targets, ""]
+    if analysis_table:
+        lines += [*analysis_table, ""]
+    if not estimation:
+        return "\n".join(lines + _ingest_lines(ingest)) + "\n"
 
     lines += [
         "## Estimation and export",
@@ -743,39 +955,7 @@ def report(estimation: list[dict], ingest: dict | None, header: str) -> str:
             f" | {r['estimate_rss_growth_mb']:.1f} MB | {r['estimate_python_peak_mb']:.2f} MB | {r['peer_mb']:.0f} MB"
             f" | {fmt_s(r['export_s'])} | {r['export_mb']:.1f} MB | {r['export_rss_growth_mb']:.1f} MB |"
         )
-    if ingest:
-        lines += [
-            "",
-            "## Ingest (PostgreSQL)",
-            "",
-            f"{ingest['seconds']:.0f} s per run after an uncounted 5 s warm-up of each kind, {ingest['connections']}"
-            " wrk connections, runs interleaved (plain SQL,"
-            " web, our statement) and repeated; medians in the summary. *Plain SQL*: as many processes as workers,"
-            " one INSERT per row (a submission and its 10 answers), one transaction per submission. *Our statement*:"
-            " the same processes sending the single statement the app sends (answers and tallies), in"
-            " autocommit as the app does. *Web*: gunicorn (`survey.platform.gunicorn_conf`: sync workers, access log"
-            " on) behind wrk; *stored* is counted in the database before and after the run.",
-            "",
-            "| workers | round | plain SQL /s | our statement /s | web /s | web ÷ plain | p50 | p99 | errors"
-            " | acknowledged | stored | lost |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for workers, kinds in ingest["runs"].items():
-            for i, (naive, web, stmt) in enumerate(
-                zip(kinds["naive"], kinds["web"], kinds["statement"], strict=True), 1
-            ):
-                lines.append(
-                    f"| {workers} | {i} | {naive['rate']:.0f} | {stmt['rate']:.0f} | {web['rate']:.0f}"
-                    f" | {web['rate'] / naive['rate']:.0%}"
-                    f" | {web['p50_ms']:.1f} ms | {web['p99_ms']:.1f} ms | {web['errors']} | {web['acknowledged']:,}"
-                    f" | {web['stored']:,} | {web['lost']} |"
-                )
-            med = {k: statistics.median(r["rate"] for r in v) for k, v in kinds.items()}
-            lines.append(
-                f"| {workers} | median | {med['naive']:.0f} | {med['statement']:.0f} | {med['web']:.0f} |"
-                f" {med['web'] / med['naive']:.0%} | {statistics.median(r['p50_ms'] for r in kinds['web']):.1f} ms"
-                f" | {statistics.median(r['p99_ms'] for r in kinds['web']):.1f} ms | | | | |"
-            )
+    lines += _ingest_lines(ingest)
     return "\n".join(lines) + "\n"
 
 
@@ -792,11 +972,13 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (one per thread)")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-estimation", action="store_true")
-    parser.add_argument("--child", choices=("estimates", "export"), help=argparse.SUPPRESS)
+    parser.add_argument("--skip-analysis", action="store_true")
+    parser.add_argument("--child", choices=("estimates", "export", "analysis"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        result = measure_estimates(args.url) if args.child == "estimates" else measure_export(args.url)
+        measure = {"estimates": measure_estimates, "export": measure_export, "analysis": measure_analysis}
+        result = measure[args.child](args.url)
         print(json.dumps(result))
         return
 
@@ -812,6 +994,9 @@ def main() -> None:
         if not args.skip_estimation:
             for backend in backends:
                 estimation += run_estimation(backend, args.postgresql, workdir, sizes)
+        analysis = []
+        if not args.skip_analysis and args.postgresql:
+            analysis = run_analysis(args.postgresql, workdir, sizes)
         ingest = None
         if not args.skip_ingest and args.postgresql:
             ingest = run_ingest(args.postgresql, workdir, args.ingest_seconds, args.ingest_rounds, args.connections)
@@ -825,7 +1010,7 @@ def main() -> None:
         f" SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__},"
         f" {os.cpu_count()} cores; {minutes:.1f} min). The method is in the module docstring."
     )
-    text = report(estimation, ingest, header)
+    text = report(estimation, ingest, header, analysis)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -395,7 +395,8 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
         survey = create_demo(db.session, respondents=300)
         survey.owner = db.session.scalar(select(User).where(User.username == "alice"))
         db.session.commit()
-        truths = {q.key: q.simulated_truth for q in survey.questions}
+        # the number question has no simulated shares: it is summarized, not estimated
+        truths = {q.key: q.simulated_truth for q in survey.questions if not q.is_number}
     page = _get_text(signed_in, f"/surveys/{DEMO_SLUG}/results")
     assert page.count('<th scope="col">True share among the simulated respondents</th>') == len(truths)
     assert page.count('class="chart-truth"') == sum(len(t) for t in truths.values()) + len(truths)  # + legends
@@ -405,12 +406,15 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
     kinds = {q["key"]: q["kind"] for q in document["questions"]}
     coded = {key: [t[v] for v in _researcher_order(kinds[key], len(t))] for key, t in truths.items()}
     for q in document["questions"]:
+        assert q["n"] == 300  # every simulated respondent answers every question, the number too
+        if q["kind"] == "number":
+            assert q["summary"]["mean"] > 0
+            continue
         assert [c["simulated_truth"] for c in q["categories"]] == coded[q["key"]]
-        assert q["n"] == 300
-    rows = _csv(_get_text(signed_in, f"/surveys/{DEMO_SLUG}/estimates.csv"))
+    rows = [r for r in _csv(_get_text(signed_in, f"/surveys/{DEMO_SLUG}/estimates.csv")) if r["kind"] != "number"]
     assert [float(r["simulated_truth"]) for r in rows] == [t for key in coded for t in coded[key]]
     book = signed_in.get(f"/surveys/{DEMO_SLUG}/codebook.json").get_json()
-    assert {q["key"]: q["simulated_truth"] for q in book["questions"]} == coded
+    assert {q["key"]: q["simulated_truth"] for q in book["questions"] if q["kind"] != "number"} == coded
 
 
 def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(app):
@@ -421,7 +425,7 @@ def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(
     with app.app_context():
         survey = create_demo(db.session)  # the demo as `make run` loads it: 3,000 respondents, its seed
         results = {r.question.key: r for r in survey_results(db.session, survey)}
-        drawn_from = {q["key"]: q["simulated_truth"] for q in DEMO_SPEC["questions"]}
+        drawn_from = {q["key"]: q.get("simulated_truth") for q in DEMO_SPEC["questions"]}
         for key, result in results.items():
             shown = np.array(result.question.simulated_truth)
             assert shown.sum() == pytest.approx(1.0)

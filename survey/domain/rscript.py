@@ -38,6 +38,8 @@ def _r_matrix(rows: list[list[float]]) -> str:
 
 
 def _r_question(q: Question) -> str:
+    if q.is_number:
+        return f"  `{q.key}` = list(number = TRUE)"
     options = researcher_options(q)
     labels = ", ".join(_r_string(o["label"]) for o in options)
     if q.design is not None:
@@ -100,7 +102,27 @@ simplex_mle <- function(Q, lambda, start) {
   p
 }
 
+# a number question (asked directly): its mean, standard error and t interval, as the estimates file
+summarize_number <- function(key, column) {
+  x <- column[!is.na(column)]
+  n <- length(x)
+  row <- data.frame(question_key = key, n = n, option_code = NA, option_label = "mean", reported_count = NA,
+                    observed_share = NA_real_, unbiased = NA_real_, consistent = NA_real_, standard_error = NA_real_,
+                    ci_low = NA_real_, ci_high = NA_real_, interval_method = "", stringsAsFactors = FALSE)
+  if (n == 0) return(row)
+  row$unbiased <- row$consistent <- mean(x)
+  if (n >= 2) {
+    row$standard_error <- sd(x) / sqrt(n)
+    half <- qt(1 - (1 - level) / 2, n - 1) * row$standard_error
+    row$ci_low <- mean(x) - half
+    row$ci_high <- mean(x) + half
+    row$interval_method <- "t"
+  }
+  row
+}
+
 estimate_question <- function(key, design, column) {
+  if (isTRUE(design$number)) return(summarize_number(key, column))
   Q <- design$Q
   k <- nrow(Q)
   codes <- column[!is.na(column)]
@@ -155,13 +177,13 @@ invisible(estimates)
 
 def r_script(survey: Survey) -> str:
     """The R script for ``survey`` (see the module's docstring)."""
-    coded = [q for q in survey.questions if q.kind != "number"]
-    designs = ",\n".join(_r_question(q) for q in coded)
+    designs = ",\n".join(_r_question(q) for q in survey.questions)
     header = (
         f"# Estimates of the survey {_r_string(survey.slug)} from its randomized microdata, in base R.\n"
         f"# Usage: Rscript {survey.slug}-estimates.R [{survey.slug}-responses.csv [output.csv]]\n"
         "# The design matrices below are the survey's frozen designs, in the microdata's coding\n"
-        "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix.\n"
+        "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix, and a\n"
+        "# number question is summarized by its mean.\n"
     )
     return (
         header
