@@ -62,9 +62,13 @@ DESIGN_CHANGES = [
 ]
 
 
+#: Query strings that routes need to mean anything (a test needs a question and a threshold).
+QUERIES = {"results.anytime_api": "?question=drugs&threshold=0.1"}
+
+
 def fill(rule, slug: str) -> str:
     values = {"slug": slug, "key": QUESTION_KEY}
-    return rule.build({k: values[k] for k in rule.arguments})[1]
+    return rule.build({k: values[k] for k in rule.arguments})[1] + QUERIES.get(rule.endpoint, "")
 
 
 def rules(app, predicate=lambda rule: True):

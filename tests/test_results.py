@@ -182,8 +182,11 @@ def test_results_page_shows_counts_estimates_and_design(signed_in, answered, sto
 
 def test_results_page_chart_is_accessible_svg_without_inline_style_or_script(signed_in, answered):
     page = _get_text(signed_in, f"/surveys/{answered}/results")
-    charts = re.findall(r"<svg\b[^>]*>", page)
+    charts = re.findall(r'<svg class="chart"[^>]*>', page)
     assert len(charts) == len(KEYS)
+    # and one chart over time per randomized question, each with a title and a description
+    timelines = re.findall(r'<svg class="chart timeline"[^>]*>', page)
+    assert [re.search(r'aria-labelledby="timeline-(\w+)-title', t).group(1) for t in timelines] == KEYS[:3]
     for key, tag in zip(KEYS, charts, strict=True):
         assert 'role="img"' in tag and f'aria-labelledby="chart-{key}-title chart-{key}-desc"' in tag
         assert f'<title id="chart-{key}-title">' in page and f'<desc id="chart-{key}-desc">' in page

@@ -7,7 +7,7 @@ its metadata and registry: ``db.session`` queries these models, and the migratio
 from __future__ import annotations
 
 from sqlalchemy import MetaData
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import DeclarativeBase, Session
 
 #: Every constraint gets a predictable name, so that a later migration can drop or alter it by name
 #: on PostgreSQL and in SQLite's batch mode alike (Alembic cannot address an unnamed constraint).
@@ -22,3 +22,19 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def begin_writing(session: Session) -> None:
+    """On SQLite, start the session's transaction as a writer (``BEGIN IMMEDIATE``) if none is open.
+
+    SQLite has one writer at a time. A transaction that starts by reading and then writes must
+    upgrade its lock, and when another connection is writing meanwhile SQLite refuses the upgrade at
+    once ("database is locked") instead of waiting, because the two could wait for each other. A
+    transaction that takes the write lock first only ever waits (up to the busy timeout) and never
+    meets that refusal. PostgreSQL needs nothing of the kind.
+    """
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
+        return
+    if not connection.connection.driver_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

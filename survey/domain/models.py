@@ -123,6 +123,9 @@ class Survey(Base):
     target_margin: Mapped[float] = mapped_column(Float, default=DEFAULT_TARGET_MARGIN)
     #: "link": anyone with the link may answer; "invitation": a single-use code is needed.
     access: Mapped[str] = mapped_column(String(12), default="link")
+    #: Close the survey once every randomized question's live interval is within the target margin
+    #: (survey.domain.live); off unless the organizer turns it on.
+    auto_close: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     owner: Mapped[User | None] = relationship(back_populates="surveys")
     questions: Mapped[list[Question]] = relationship(

@@ -49,6 +49,7 @@ SURVEY_FIELDS = {
     "expected_respondents",
     "target_margin",
     "access",
+    "auto_close",
 }
 QUESTION_FIELDS = {
     "key",
@@ -338,6 +339,10 @@ def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
         if spec["access"] not in ACCESS_MODES:
             raise SURVEY.error(f"must be one of {', '.join(ACCESS_MODES)}", "access")
         values["access"] = spec["access"]
+    if "auto_close" in spec:
+        if not isinstance(spec["auto_close"], bool):
+            raise SURVEY.error("must be true or false", "auto_close")
+        values["auto_close"] = spec["auto_close"]
     return values
 
 
@@ -367,6 +372,7 @@ def survey_to_spec(survey: Survey) -> dict[str, Any]:
         "expected_respondents": survey.expected_respondents,
         "target_margin": survey.target_margin,
         "access": survey.access,
+        "auto_close": survey.auto_close,
         "questions": [question_to_spec(q) for q in survey.questions],
     }
     if survey.epsilon_cap is not None:

@@ -26,8 +26,10 @@ from typing import Any
 from sqlalchemy import Engine, TextClause, bindparam, func, select, text
 from sqlalchemy.orm import Session, scoped_session
 
+from .base import begin_writing
 from .errors import Conflict, DomainError, Forbidden
 from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize
+from .live import close_if_precise
 from .models import DIRECT_KINDS, TALLY_SHARDS, Option, Question, Survey, accepting_on, today
 
 ANSWERS = ("answers",)
@@ -228,9 +230,12 @@ def record_submission(
     try:
         for _ in range(2):
             code = normalize(invitation) if access == "invitation" else None
-            if write_submission(session, form, day, values, access, code):
+            written = write_submission(session, form, day, values, access, code)
+            if written:
                 if _in_transaction(session):  # otherwise the statement committed on its own
                     session.commit()
+                if written.auto_close:
+                    close_if_precise(session, form.survey_id)
                 return
             # Nothing was written: the survey changed since we last looked, or the code was used
             # by a submission racing this one. Read what is true now to say which.
@@ -270,6 +275,22 @@ def _refuse_if_closed(session: Session, survey_id: int, day: dt.date) -> SurveyS
     return state
 
 
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_submission` did: whether the submission was stored, and whether its survey is
+    set to close itself once precise enough (so the caller checks that, and only then)."""
+
+    stored: bool
+    auto_close: bool = False
+
+    def __bool__(self) -> bool:
+        return self.stored
+
+    @classmethod
+    def from_row(cls, row: Any) -> Written:
+        return cls(False) if row is None else cls(True, bool(row[0]))
+
+
 def write_submission(
     session: Session,
     form: SubmissionForm,
@@ -277,7 +298,7 @@ def write_submission(
     values: Mapping[int, int],
     access: str = "link",
     claim_code: str | None = None,
-) -> bool:
+) -> Written:
     """Insert one checked submission (question id → code) and count it, if and only if the survey
     accepts it at this moment; returns whether it was stored. Part of the session's transaction if
     it has one; otherwise, on PostgreSQL, a statement committed on its own.
@@ -310,20 +331,22 @@ def write_submission(
         if _in_transaction(session):
             with session.connection().connection.driver_connection.cursor() as cursor:
                 cursor.execute(statement, params)
-                return cursor.fetchone() is not None
+                return Written.from_row(cursor.fetchone())
         with autocommit_cursor(engine) as cursor:
             cursor.execute(statement, params)
-            return cursor.fetchone() is not None
+            return Written.from_row(cursor.fetchone())
     if dialect != "sqlite":  # pragma: no cover - the app supports these two
         raise RuntimeError(f"submissions need PostgreSQL or SQLite, not {dialect}")
+    begin_writing(session)
     connection = session.connection()
     params["day"] = day.isoformat()
     if claim_code is not None and not claim(session, form.survey_id, claim_code):
-        return False
+        return Written(False)
     insert_submission, insert_answers, count_answers, count_submission = _sqlite_writes(len(values))
-    params["submission_id"] = connection.execute(insert_submission, params).scalar()
-    if params["submission_id"] is None:
-        return False
+    inserted = connection.execute(insert_submission, params).first()
+    if inserted is None:
+        return Written(False)
+    params["submission_id"], auto_close = inserted
     for statement in (insert_answers, count_answers, count_submission):
         connection.execute(statement, params)
     pairs, days = tally_rows(ordered, kinds, params["shard"], day)
@@ -331,7 +354,7 @@ def write_submission(
         connection.execute(_SQLITE_COUNT_PAIR, pairs)
     if days:
         connection.execute(_SQLITE_COUNT_DAY, days)
-    return True
+    return Written(True, bool(auto_close))
 
 
 def tally_rows(
@@ -378,7 +401,7 @@ def _rows(template: str, n: int) -> str:
 
 #: The survey accepts submissions: the same rule as :func:`survey.domain.models.accepting_on`, in SQL
 #: (tests/test_tallies.py checks that the two agree).
-_ACCEPTING = """SELECT id FROM surveys
+_ACCEPTING = """SELECT id, auto_close FROM surveys
     WHERE id = {survey_id} AND slug = {slug} AND access = {access} AND status = 'open'
       AND (opens_on IS NULL OR opens_on <= {day}) AND (closes_on IS NULL OR closes_on >= {day})"""
 _COUNT_CONFLICT = "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + 1"
@@ -448,14 +471,17 @@ def _postgresql_write(n: int, claiming: bool) -> str:
 INSERT INTO submission_tallies (survey_id, shard, count)
 SELECT %(survey_id)s, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission
 {_COUNT_SUBMISSION_CONFLICT}
-RETURNING 1"""
+RETURNING (SELECT auto_close FROM accepting)"""
 
 
 @functools.cache
 def _sqlite_writes(n: int) -> tuple[TextClause, ...]:
     accepting = _ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=":day")
     return (
-        text(f"INSERT INTO submissions (survey_id, submitted_on) SELECT id, :day FROM ({accepting}) RETURNING id"),
+        text(
+            f"INSERT INTO submissions (survey_id, submitted_on) SELECT id, :day FROM ({accepting}) "
+            "RETURNING id, (SELECT auto_close FROM surveys WHERE id = :survey_id)"
+        ),
         text(
             "INSERT INTO answers (submission_id, question_id, value) VALUES "
             + _rows("(:submission_id, :q{i}, :v{i})", n)

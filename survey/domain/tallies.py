@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, aliased
 
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
+from .base import begin_writing
 from .models import (
     DIRECT_KINDS,
     Answer,
@@ -213,11 +214,13 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     """
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text(f"LOCK TABLE {Submission.__tablename__} IN SHARE ROW EXCLUSIVE MODE"))
-    question_ids = _survey_question_ids(survey)
+    survey_id = survey.id  # (a read, if the survey was expired: before the write lock below)
+    begin_writing(session)
+    question_ids = select(Question.id).where(Question.survey_id == survey_id).scalar_subquery()
     session.execute(delete(AnswerTally).where(AnswerTally.question_id.in_(question_ids)))
     session.execute(delete(PairTally).where(PairTally.question_id.in_(question_ids)))
     session.execute(delete(DayTally).where(DayTally.question_id.in_(question_ids)))
-    session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey.id))
+    session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey_id))
     pairs = [
         {"question_id": a, "value": va, "other_id": b, "other_value": vb, "shard": 0, "count": c}
         for (a, va, b, vb), c in recount_pairs(session, survey).items()

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField
-from wtforms import DateField, IntegerField, PasswordField, RadioField, SelectChoice, StringField, TextAreaField
+from wtforms import (
+    BooleanField,
+    DateField,
+    IntegerField,
+    PasswordField,
+    RadioField,
+    SelectChoice,
+    StringField,
+    TextAreaField,
+)
 from wtforms.validators import DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional
 
 from survey.domain.invitations import MAX_CODES_PER_REQUEST
@@ -38,6 +47,10 @@ class AccessForm(FlaskForm):
         choices=[SelectChoice(mode, ACCESS_LABELS[mode]) for mode in ACCESS_MODES],
         validators=[InputRequired("Choose who may answer.")],
     )
+
+
+class AutoCloseForm(FlaskForm):
+    auto_close = BooleanField("Close the survey automatically once every randomized question reaches the target margin")
 
 
 class InvitationsForm(FormErrors, FlaskForm):

@@ -27,6 +27,7 @@ from survey.domain import lifecycle
 from survey.domain.access import survey_for
 from survey.domain.errors import DomainError, NotFound
 from survey.domain.invitations import generate_codes, invitation_counts, invitations_csv
+from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Membership, Survey
 from survey.domain.sharing import (
     ROLE_LABELS,
@@ -48,6 +49,7 @@ from . import bp
 from .manage_forms import (
     AccessForm,
     AddMemberForm,
+    AutoCloseForm,
     DatesForm,
     ImportForm,
     InvitationsForm,
@@ -78,6 +80,7 @@ def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "
     blank: dict[str, Any] = {
         "dates_form": DatesForm(formdata=None, data={"opens_on": survey.opens_on, "closes_on": survey.closes_on}),
         "access_form": AccessForm(formdata=None, data={"access": survey.access}),
+        "auto_close_form": AutoCloseForm(formdata=None, data={"auto_close": survey.auto_close}),
         "invitations_form": InvitationsForm(formdata=None),
         "member_form": AddMemberForm(formdata=None),
         "members_error": "",
@@ -94,6 +97,7 @@ def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "
         total_epsilon=epsilon_text(survey.total_epsilon()),
         cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
         lifecycle_error=lifecycle_error,
+        live=live_status(db.session, survey) if not survey.is_draft else None,
         **blank,
     ), status
 
@@ -162,6 +166,34 @@ def dates(slug: str):
         form=form,
         done=lambda _: see_other("organize.share", "Dates saved.", anchor="dates", slug=slug),
         refused=lambda status, _: _render_share(survey, status, dates_form=form),
+    )
+
+
+@bp.post("/surveys/<slug>/auto-close")
+@login_required
+def auto_close(slug: str):
+    """Turn closing by itself, once precise enough, on or off; turning it on may close the survey now."""
+    survey = _editable(slug)
+    form = AutoCloseForm()
+
+    def change() -> None:
+        survey.auto_close = bool(form.auto_close.data)
+
+    def done(_: Any):
+        closed = survey.auto_close and close_if_precise(db.session, survey.id)
+        words = (
+            "Closed: every randomized question had already reached the target margin."
+            if closed
+            else (
+                "The survey will close by itself once precise enough."
+                if survey.auto_close
+                else "Closing by itself is off."
+            )
+        )
+        return see_other("organize.share", words, anchor="state", slug=slug)
+
+    return commit_or_refuse(
+        change, form=form, done=done, refused=lambda status, _: _render_share(survey, status, auto_close_form=form)
     )
 
 

@@ -127,3 +127,84 @@ def estimate_chart(question: dict[str, Any]) -> Chart:
         ticks=[Tick(_x(t), f"{100 * t:.0f}%") for t in TICKS],
         has_truth=has_truth,
     )
+
+
+# -- over time -------------------------------------------------------------------------------------
+
+TIMELINE_HEIGHT = 200
+TIMELINE_TOP = 10
+TIMELINE_LEFT = 44
+TIMELINE_BOTTOM = 170  # the time axis
+SHARE_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class TimelineChart:
+    """An estimate after each day with its live band, as SVG geometry (``_timeline.html`` draws it)."""
+
+    id: str
+    title: str
+    description: str
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    axis_y: float
+    band: str  # an SVG path: the live interval's low edge left to right, then its high edge back
+    line: str  # an SVG path: the estimate
+    dots: list[tuple[float, float]]
+    share_ticks: list[tuple[float, str]]  # (y, label)
+    day_ticks: list[tuple[float, str]]  # (x, label)
+
+
+def _y(share: float) -> float:
+    share = min(max(share, 0.0), 1.0)
+    return round(TIMELINE_BOTTOM - share * (TIMELINE_BOTTOM - TIMELINE_TOP), 2)
+
+
+def timeline_chart(data: dict[str, Any], text: str) -> TimelineChart | None:
+    """The chart of :meth:`survey.domain.live.Timeline.to_dict`; None before the first answer."""
+    days = data["days"]
+    if not days:
+        return None
+    right = PLOT_RIGHT
+    span = max(len(days) - 1, 1)
+
+    def x(i: int) -> float:
+        return round(TIMELINE_LEFT + (right - TIMELINE_LEFT) * (i / span if len(days) > 1 else 0.5), 2)
+
+    xs = [x(i) for i in range(len(days))]
+    lows = [_y(v) for v in data["live_low"]]
+    highs = [_y(v) for v in data["live_high"]]
+    shares = [_y(v) for v in data["share"]]
+    if len(days) == 1:  # one day: a short band and a dot, so that something is seen
+        xs = [xs[0] - 6, xs[0] + 6]
+        lows, highs, shares = lows * 2, highs * 2, shares * 2
+    band = "M " + " L ".join(f"{a} {b}" for a, b in zip(xs, lows, strict=True))
+    band += " L " + " L ".join(f"{a} {b}" for a, b in zip(reversed(xs), reversed(highs), strict=True)) + " Z"
+    line = "M " + " L ".join(f"{a} {b}" for a, b in zip(xs, shares, strict=True))
+    step = max(1, len(days) // 6)
+    day_ticks = [(x(i), days[i][5:]) for i in range(0, len(days), step)]
+    last = len(days) - 1
+    description = (
+        f"{len(days)} days with answers, from {days[0]} to {days[-1]}. After the last day ({data['n'][-1]} answers): "
+        f"estimate {_percent(data['share'][-1])}, live interval {_percent(data['live_low'][last])} to "
+        f"{_percent(data['live_high'][last])}."
+    )
+    return TimelineChart(
+        id=f"timeline-{data['key']}",
+        title=f"Share answering “{data['label']}” to “{text}” as answers arrived, with the live interval",
+        description=description,
+        width=WIDTH,
+        height=TIMELINE_HEIGHT + 16,
+        left=TIMELINE_LEFT,
+        right=right,
+        top=TIMELINE_TOP,
+        axis_y=TIMELINE_BOTTOM,
+        band=band,
+        line=line,
+        dots=[(a, b) for a, b in zip(xs, shares, strict=True)][-1:],
+        share_ticks=[(_y(t), f"{100 * t:.0f}%") for t in SHARE_TICKS],
+        day_ticks=day_ticks,
+    )

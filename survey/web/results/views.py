@@ -25,11 +25,12 @@ from survey.domain.analysis import (
     covariates_of,
     regression,
 )
-from survey.domain.coding import researcher_code, researcher_options
+from survey.domain.coding import researcher_code, researcher_options, stored_code
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.labelled import labelled_file
-from survey.domain.models import Survey
+from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timeline
+from survey.domain.models import Question, Survey
 from survey.domain.rscript import r_script
 from survey.domain.tallies import (
     QuestionResult,
@@ -45,7 +46,7 @@ from survey.privacy.designs import design_name
 from survey.privacy.estimation import FLOOR_FACTOR
 
 from . import bp
-from .chart import Chart, estimate_chart
+from .chart import Chart, TimelineChart, estimate_chart, timeline_chart
 
 KIND_NAMES = {"yes_no": "yes / no", "choice": "choice", "direct": "direct", "number": "number"}
 INTERVAL_NAMES = {
@@ -62,6 +63,9 @@ def _no_store(response: Response) -> Response:
     """Results are for signed-in eyes only: no browser or proxy should keep a copy."""
     response.headers.setdefault("Cache-Control", "private, no-store")
     return response
+
+
+bp.add_app_template_filter(researcher_options, "researcher_options")
 
 
 @bp.app_template_filter("share")
@@ -120,6 +124,10 @@ class QuestionSection:
     parameters: list[tuple[str, str]] = field(default_factory=list)
     epsilon: str = ""
     one_sided: bool = False
+    #: The live (anytime-valid) intervals, their chart over time, and a test a researcher asked for.
+    live: LiveQuestion | None = None
+    timeline: TimelineChart | None = None
+    test: dict[str, Any] | None = None
 
 
 def _parameter_text(value: Any) -> str:
@@ -151,9 +159,21 @@ def survey(slug: str):
     counts = survey_counts(db.session, survey)
     results = survey_results(db.session, survey, counts)
     sections = [_section(r) for r in results]
+    live = live_status(db.session, survey, counts)
+    by_key = live.by_key()
+    asked = request.args.get("test")
+    for section in sections:
+        q = section.result.question
+        section.live = by_key.get(q.key)
+        if section.live is not None and section.live.n > 0:
+            section.timeline = timeline_chart(timeline(db.session, q).to_dict(), q.text)
+        if asked == q.key:
+            section.test = _page_test(survey, q)
     return render_template(
         "results/survey.html",
         survey=survey,
+        live=live,
+        alternatives=ALTERNATIVES,
         submissions=counts.submissions,
         total_epsilon=epsilon_text(results_total_epsilon(results)),
         sections=sections,
@@ -167,6 +187,28 @@ def survey(slug: str):
 
 #: The media types of the labelled microdata (as IANA and the formats' makers name them).
 LABELLED_TYPES = {"sav": "application/x-spss-sav", "dta": "application/x-stata-dta"}
+
+
+def _page_test(survey: Survey, question: Question) -> dict[str, Any]:
+    """The anytime test the page's form asked for (a threshold typed in percent), or its error."""
+    typed = (request.args.get("threshold") or "").strip().rstrip("%").strip()
+    asked = {
+        "threshold": typed,
+        "alternative": request.args.get("alternative", "greater"),
+        "category": request.args.get("category", ""),
+    }
+    try:
+        share = float(typed) / 100 if typed else None
+    except ValueError:
+        share = None
+    if share is None:
+        return {**asked, "error": "Type the share to test as a percentage, for example 10 for 10%."}
+    try:
+        result = anytime(db.session, survey, question.key, share, asked["alternative"], asked["category"] or None)
+    except DomainError as e:
+        message = e.message.replace("a share from 0 to 1 (0.1 for 10%)", "a percentage from 0 to 100")
+        return {**asked, "error": message[:1].upper() + message[1:] + "."}
+    return {**asked, "result": result.to_dict(), "share": share}
 
 
 # -- downloads -------------------------------------------------------------------------------------
@@ -232,6 +274,51 @@ def r_script_file(slug: str):
     """The survey's R script: base R that redoes the estimates from responses.csv."""
     survey = _survey_or_404(slug)
     return _download(r_script(survey), f"{survey.slug}-estimates.R", "text/plain")
+
+
+@bp.get("/api/surveys/<slug>/live")
+def live_api(slug: str):
+    """Every randomized question's live intervals, its timeline, and the stopping rule's state."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see results.", status=401), 401
+    survey = _survey_or_404(slug)
+    status = live_status(db.session, survey)
+    document = status.to_dict()
+    for item, q in zip(document["questions"], status.questions, strict=True):
+        item["intervals"] = _researcher_live(q)
+        item["timeline"] = timeline(db.session, q.question).to_dict()
+    return jsonify(document)
+
+
+def _researcher_live(q: LiveQuestion) -> list[dict[str, Any]]:
+    """A question's live intervals per option, in the exports' codes (yes = 1, no = 0)."""
+    data = q.sequence.to_dict()["categories"]
+    return [{"code": o["code"], **data[stored_code(q.question, o["code"])]} for o in researcher_options(q.question)]
+
+
+@bp.get("/api/surveys/<slug>/anytime-test")
+def anytime_api(slug: str):
+    """The anytime-valid test of one share against a threshold: ``question``, ``threshold`` (a share
+    0..1), ``alternative`` (greater, less, two-sided) and ``category`` (the exports' code)."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see results.", status=401), 401
+    survey = _survey_or_404(slug)
+    args = request.args
+    try:
+        result = anytime(
+            db.session,
+            survey,
+            args.get("question"),
+            args.get("threshold"),
+            args.get("alternative"),
+            args.get("category"),
+        )
+    except DomainError as e:
+        return jsonify(error=e.message, status=e.status, path=list(e.path)), e.status
+    document = result.to_dict()
+    question = next(q for q in survey.randomized_questions if q.key == args.get("question"))
+    document["category"] = researcher_code(question, result.category)
+    return jsonify({"question": question.key, **document})
 
 
 # -- comparisons -----------------------------------------------------------------------------------

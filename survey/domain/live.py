@@ -1,0 +1,226 @@
+"""Live results: intervals that stay valid however often they are looked at, and stopping when precise.
+
+The fixed-n interval of the results page promises 95% for one look at one sample size; a page
+watched as answers arrive is looked at again and again. Beside it the page shows the *live* interval,
+a confidence sequence (:func:`survey.privacy.confidence_sequence`), which holds at every moment at
+once. It is computed from the running tallies alone, like the estimates.
+
+The prior of the sequence is the privacy core's default (tuned for 1,000 respondents) for every
+survey, fixed in code: tuning it for the survey's own planned size would let an organizer who edits
+the plan after seeing answers choose the prior from the data, which voids the promise.
+
+Stopping: the survey's target margin (planning settings) is compared with each randomized question's
+largest live half-width. When every randomized question has reached it, the organizer's pages say so,
+and a survey with ``auto_close`` on is closed by :func:`close_if_precise` right after the submission
+that got it there, through the same :func:`survey.domain.lifecycle.close` as a manual close.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_test, confidence_sequence, estimate
+
+from . import lifecycle
+from .coding import parse_category
+from .errors import Conflict, DomainError
+from .models import DayTally, Question, Survey
+from .tallies import Counts, question_mechanism, survey_counts
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class LiveQuestion:
+    """One randomized question's live intervals and how they compare with the target margin."""
+
+    question: Question
+    sequence: ConfidenceSequence
+    n: int
+    target_margin: float
+
+    @property
+    def half_width(self) -> float:
+        """The largest half-width over the options: a margin is a claim about every option."""
+        return float(np.max(self.sequence.half_width))
+
+    @property
+    def reached(self) -> bool:
+        return self.n > 0 and self.half_width <= self.target_margin
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.question.key,
+            "n": self.n,
+            "half_width": self.half_width,
+            "target_margin": self.target_margin,
+            "reached": self.reached,
+        }
+
+
+@dataclass(frozen=True)
+class LiveStatus:
+    """Every randomized question's live state: has the survey reached its target margin?"""
+
+    survey: Survey
+    questions: list[LiveQuestion]
+
+    @property
+    def all_reached(self) -> bool:
+        return bool(self.questions) and all(q.reached for q in self.questions)
+
+    @property
+    def waiting(self) -> list[LiveQuestion]:
+        return [q for q in self.questions if not q.reached]
+
+    def by_key(self) -> dict[str, LiveQuestion]:
+        return {q.question.key: q for q in self.questions}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target_margin": self.survey.target_margin,
+            "level": LEVEL,
+            "all_reached": self.all_reached,
+            "auto_close": self.survey.auto_close,
+            "questions": [q.to_dict() for q in self.questions],
+        }
+
+
+def live_status(session: Session, survey: Survey, counts: Counts | None = None) -> LiveStatus:
+    """The live intervals of every randomized question, from the running tallies (read now by default)."""
+    by_question = (counts or survey_counts(session, survey)).by_question
+    questions = []
+    for q in survey.randomized_questions:
+        c = by_question[q.id]
+        sequence = confidence_sequence(question_mechanism(q), c, LEVEL)
+        questions.append(LiveQuestion(q, sequence, int(c.sum()), survey.target_margin))
+    return LiveStatus(survey, questions)
+
+
+def close_if_precise(session: Session, survey_id: int) -> bool:
+    """Close the survey if it is open, set to close automatically, and every randomized question has
+    reached the target margin; returns whether it was closed now. Commits what it changes."""
+    survey = session.get(Survey, survey_id)
+    if survey is None or not survey.auto_close or not survey.is_open:
+        return False
+    if not live_status(session, survey).all_reached:
+        session.rollback()
+        return False
+    try:
+        lifecycle.close(survey)
+    except Conflict:  # closed meanwhile by someone else: nothing to do
+        session.rollback()
+        return False
+    session.commit()
+    return True
+
+
+# -- over time -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One randomized question's estimate of one option, day by day, with the live interval: what a
+    researcher watching the survey saw after each day (counts up to and including that day)."""
+
+    question: Question
+    category: int
+    days: list[dt.date]
+    n: list[int]
+    share: list[float]
+    low: list[float]
+    high: list[float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.question.key,
+            "label": self.question.labels[self.category],
+            "days": [d.isoformat() for d in self.days],
+            "n": self.n,
+            "share": self.share,
+            "live_low": self.low,
+            "live_high": self.high,
+        }
+
+
+def cumulative_day_counts(session: Session, question: Question) -> tuple[list[dt.date], np.ndarray]:
+    """The question's reported counts up to and including each day someone answered (day tallies)."""
+    rows = session.execute(
+        select(DayTally.day, DayTally.value, func.sum(DayTally.count))
+        .where(DayTally.question_id == question.id)
+        .group_by(DayTally.day, DayTally.value)
+    )
+    k = len(question.options)
+    per_day: dict[dt.date, np.ndarray] = {}
+    for day, value, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        if 0 <= value < k:
+            per_day.setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
+    days = sorted(per_day)
+    if not days:
+        return [], np.zeros((0, k), dtype=np.int64)
+    return days, np.cumsum(np.array([per_day[d] for d in days]), axis=0)
+
+
+def timeline(session: Session, question: Question, category: int = 0) -> Timeline:
+    """The estimate of option ``category`` (stored code; the first option by default) after each day."""
+    days, counts = cumulative_day_counts(session, question)
+    if not days:
+        return Timeline(question, category, [], [], [], [], [])
+    mechanism: Mechanism = question_mechanism(question)
+    estimates = estimate(mechanism, counts)
+    live = confidence_sequence(mechanism, counts, LEVEL)
+    return Timeline(
+        question,
+        category,
+        days,
+        counts.sum(axis=1).astype(int).tolist(),
+        estimates.proportions[:, category].astype(float).tolist(),
+        live.low[:, category].astype(float).tolist(),
+        live.high[:, category].astype(float).tolist(),
+    )
+
+
+# -- an anytime-valid test -------------------------------------------------------------------------
+
+#: The alternatives a researcher may test, in words ("is the share above 10%?").
+ALTERNATIVES = {"greater": "above", "less": "below", "two-sided": "different from"}
+
+
+def anytime(
+    session: Session,
+    survey: Survey,
+    key: str | None,
+    threshold: Any,
+    alternative: str | None = "greater",
+    category: int | str | None = None,
+) -> AnytimeTest:
+    """The anytime-valid test of "the share of ``category`` (a researcher's code; the first option by
+    default) of randomized question ``key`` is ``alternative`` ``threshold``" on the running tallies."""
+    question = next((q for q in survey.randomized_questions if q.key == key), None)
+    if question is None:
+        raise DomainError(f"give the key of a randomized question of this survey, not {key!r}", path=("question",))
+    code = parse_category(question, category)
+    try:
+        share = float(threshold)
+    except (TypeError, ValueError):
+        share = float("nan")
+    if not 0.0 <= share <= 1.0:
+        raise DomainError(
+            f"the threshold must be a share from 0 to 1 (0.1 for 10%), got {threshold!r}", path=("threshold",)
+        )
+    alternative = alternative or "greater"
+    if alternative not in ALTERNATIVES:
+        raise DomainError(f"alternative must be one of {', '.join(ALTERNATIVES)}", path=("alternative",))
+    counts = survey_counts(session, survey).by_question[question.id]
+    try:
+        return anytime_test(question_mechanism(question), counts, share, category=code, alternative=alternative)
+    except ValueError as e:
+        raise DomainError(str(e), path=("threshold",)) from None
