@@ -33,8 +33,8 @@ def test_page_explains_each_question(client, small_survey):
     words = " ".join(re.sub(r"<[^>]+>", "", html).split())
     assert "ε = 1.10" in words and "ε = 1.00" in words
     assert "ε = 3.20" in words  # ln 3 + ln 3 + 1
-    assert "50% sure you would answer “yes”" in words and "at most 75% sure" in words
-    assert "Asked directly" in words and "Not protected" in words
+    assert "Someone 50% sure of your answer could become at most 75% sure." in words
+    assert "Question 4 is not protected: it is sent as you answer it." in words and "Not protected" in words
     assert "This survey needs JavaScript" in html  # the noscript explanation
     # true answers have no name; only the reported fields (and direct answers) do
     names = set(re.findall(r'<input[^>]* name="([^"]+)"', html))
