@@ -128,6 +128,23 @@ def legacy_database(app) -> None:
         db.session.commit()
 
 
+def test_who_is_asking_comes_empty_to_surveys_made_before_it_and_goes_on_downgrade(empty_app):
+    """0005 gives existing surveys empty who-is-asking texts; going back to 0003 keeps the surveys."""
+    init_db(empty_app)
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "run_by": "Lab", "contact": "lab@example.org"})
+        db.session.commit()
+        db.session.remove()
+        command.downgrade(alembic_config(), "0003")
+        columns = {c["name"] for c in inspect(db.engine).get_columns("surveys")}
+        assert not columns & {"run_by", "contact", "ethics_statement"}
+        command.upgrade(alembic_config(), "head")
+        survey = db.session.scalar(select(Survey))
+        assert survey.slug == SMALL_SPEC["slug"] and len(survey.questions) == len(SMALL_SPEC["questions"])
+        assert (survey.run_by, survey.contact, survey.ethics_statement) == ("", "", "")
+    assert differences(empty_app) == []
+
+
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
     legacy_database(empty_app)
     output = init_db(empty_app)

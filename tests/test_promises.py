@@ -197,7 +197,7 @@ def test_no_page_promises_more_secrecy_than_randomized_response_gives(app, clien
 
 
 def test_the_demo_spec_makes_no_promise_its_numbers_break():
-    texts = [DEMO_SPEC["introduction"], DEMO_SPEC["closing_message"]]
+    texts = [DEMO_SPEC[name] for name in ("introduction", "closing_message", "run_by", "ethics_statement")]
     texts += [q["text"] for q in DEMO_SPEC["questions"]] + [q.get("help_text", "") for q in DEMO_SPEC["questions"]]
     assert [claim for text in texts for claim in overclaims(text)] == []
 
@@ -213,3 +213,16 @@ def test_the_demo_spec_makes_no_promise_its_numbers_break():
 )
 def test_the_promises_that_were_printed_before_are_caught(text):
     assert overclaims(text)
+
+
+@pytest.mark.parametrize("labels", [("yes", "no"), ("a", "b"), ("a", "b", "c")])
+def test_the_words_for_a_design_count_the_other_answers_right(labels):
+    """A two-answer GRR sends "the other answer", never "one of the other 1 option"."""
+    from survey.domain.wording import describe_design
+    from survey.privacy import GeneralizedRR
+
+    words = describe_design(GeneralizedRR(list(labels), epsilon=1.0))
+    assert not re.search(r"\b1 options?\b", words), words
+    assert ("the other answer" in words) == (len(labels) == 2), words
+    if len(labels) > 2:
+        assert f"one of the other {len(labels) - 1} options" in words
