@@ -17,6 +17,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -28,7 +29,7 @@ from playwright.sync_api import expect
 from scipy.stats import chisquare
 from sqlalchemy import select
 
-from survey.domain.demo import create_demo
+from survey.domain.demo import DEMO_SPEC, create_demo
 from survey.domain.models import Answer, Submission, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
@@ -128,7 +129,7 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     expect(page.locator("#cheating-0")).not_to_be_checked()
     with page.expect_navigation():
         page.click("#submit-button")
-    assert "Thank you" in page.text_content("h1")
+    assert page.text_content("h1") == "Your answers were sent"
 
     posts = [r for r in requests if r.method == "POST"]
     assert len(posts) == 1
@@ -168,7 +169,7 @@ def submit_demo(page, base: str, truth: dict[str, int], navigate: bool = True) -
     with page.expect_navigation():
         page.click("#submit-button")
     page.remove_listener("request", on_request)
-    assert "Thank you" in page.text_content("h1")
+    assert page.text_content("h1") == "Your answers were sent"
     assert len(posts) == 1
     return dict(parse_qsl(posts[0].post_data))
 
@@ -550,4 +551,126 @@ def test_a_number_outside_its_range_is_marked_before_anything_is_sent(live_serve
         page.click("#submit-button")
     posts = [r for r in requests if r.method == "POST"]
     assert len(posts) == 1 and dict(parse_qsl(posts[0].post_data))["q_weekly_drinks"] == "70"
+    context.close()
+
+
+# ---- the page on a phone (issue 15): short to start, big targets, who is asking ----
+
+DESKTOP = {"width": 1280, "height": 800}
+#: The demo's respondent page at 390×844, measured before issue 15 (Debian's Chromium and fonts):
+#: 4,099 px tall, its first question 1,420 px down. The page is to be at most half as tall.
+HEIGHT_BEFORE = 4099
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_the_first_question_and_its_answers_are_in_view_when_the_page_opens(live_server, browser, viewport):
+    _, base = live_server
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.goto(f"{base}/s/health-and-habits")
+    first = page.locator("fieldset.question").first
+    expect(first.locator("legend")).to_contain_text("1. In the past 12 months, have you used cannabis?")
+    for part in (first.locator("legend"), first.locator("details.protection summary"), first.locator(".option").last):
+        box = part.bounding_box()
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= viewport["height"], box
+    assert page.evaluate("window.scrollY") == 0
+    height = page.evaluate("document.documentElement.scrollHeight")
+    if viewport is PHONE:
+        # the demo has gained a number question since HEIGHT_BEFORE was measured: the page it had then
+        # is this page without that question
+        page.evaluate("document.getElementById('question-weekly_drinks').remove()")
+        then = page.evaluate("document.documentElement.scrollHeight")
+        assert then <= HEIGHT_BEFORE / 2, f"the demo page is {height} px tall on a phone, {then} px without the number"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+@pytest.mark.parametrize("slug", ["health-and-habits", "more-designs"])
+def test_every_answer_row_is_one_tap_target_of_at_least_44_px(live_server, browser, viewport, slug):
+    """WCAG 2.5.5: the whole row (label and radio) is the target; a press at its far corner, away from
+    the radio and the words, still picks that answer. (A mouse press: a tap would let Chromium's touch
+    adjustment move it to the nearest target, which hides a target that is too small.)"""
+    _, base = live_server
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.goto(f"{base}/s/{slug}")
+    rows = page.locator("fieldset.question .option")
+    assert rows.count() >= 6
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        row.scroll_into_view_if_needed()
+        box = row.bounding_box()
+        assert box["height"] >= 44 and box["width"] >= 44, (i, box)
+        row.click(position={"x": box["width"] - 3, "y": box["height"] - 3})
+        expect(row.locator("input[type=radio]")).to_be_checked()
+    context.close()
+
+
+def test_each_question_has_one_short_line_and_its_details_a_tap_away(live_server, page):
+    _, base = live_server
+    page.goto(f"{base}/s/health-and-habits")
+    question = page.locator("#question-harassment")
+    line = question.locator("[data-claim='deniability']")
+    expect(line).to_be_visible()
+    expect(line).to_have_text(re.compile(r"^Someone 50% sure of your answer could become at most \d+% sure\.$"))
+    description = question.locator("[data-claim='description']")
+    epsilon = question.locator("[data-claim='epsilon']")
+    expect(description).to_be_hidden()
+    expect(epsilon).to_be_hidden()
+    question.locator("details.protection summary").click()
+    expect(description).to_be_visible()
+    expect(description).to_contain_text("sends the other answer")  # a yes/no GRR: not "the other 1 option"
+    expect(epsilon).to_have_text("2.00")
+    # the randomization is explained once, above the questions, not under each one
+    assert page.locator("text=never leave this device").count() == 1
+
+
+def test_respondents_see_who_is_asking_on_the_survey_privacy_and_thank_you_pages(live_server, page):
+    _, base = live_server
+    page.goto(f"{base}/s/health-and-habits")
+
+    def who_is_asking(page) -> None:
+        expect(page.locator("#run-by")).to_have_text(DEMO_SPEC["run_by"])
+        expect(page.locator("#contact a")).to_have_text(DEMO_SPEC["contact"])
+        expect(page.locator("#contact a")).to_have_attribute("href", f"mailto:{DEMO_SPEC['contact']}")
+        expect(page.locator("#ethics-statement")).to_have_text(DEMO_SPEC["ethics_statement"])
+
+    who_is_asking(page)
+    expect(page.locator("#ethics-statement")).not_to_be_in_viewport()  # in full where the answers are sent
+    page.click("#ethics-link")
+    expect(page.locator("#ethics-statement")).to_be_in_viewport()
+    expect(page.locator("#submit-button")).to_be_in_viewport()  # the statement sits by the button that consents
+    page.goto(f"{base}/s/health-and-habits/privacy")
+    who_is_asking(page)
+    submit_demo(page, base, TRUTH)
+    who_is_asking(page)
+    expect(page.locator("main p", has_text="Thank you")).to_have_count(1)  # thanked once, not twice
+
+
+def test_the_privacy_page_leads_back_to_the_survey_from_its_end(live_server, page):
+    _, base = live_server
+    page.goto(f"{base}/s/health-and-habits/privacy")
+    back = page.locator("a.back-link")
+    expect(back).to_have_count(2)  # at the top and at the foot
+    page.keyboard.press("End")
+    expect(back.last).to_be_in_viewport()
+    with page.expect_navigation():
+        back.last.click()
+    assert page.url == f"{base}/s/health-and-habits"
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_opened_details_and_the_thank_you_page_have_no_serious_accessibility_violations(live_server, browser, viewport):
+    _, base = live_server
+    context = browser.new_context(viewport=viewport, bypass_csp=True)  # bypass: only so that axe can be injected
+    page = context.new_page()
+    page.goto(f"{base}/s/health-and-habits")
+    for summary in page.locator("details summary").all():
+        summary.click()
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.goto(f"{base}/s/health-and-habits/thanks")
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
     context.close()

@@ -106,6 +106,9 @@ def snapshot(app, slug: str) -> dict:
             "title": survey.title,
             "introduction": survey.introduction,
             "closing_message": survey.closing_message,
+            "run_by": survey.run_by,
+            "contact": survey.contact,
+            "ethics_statement": survey.ethics_statement,
             "owner": survey.owner.username if survey.owner else None,
             "epsilon_cap": survey.epsilon_cap,
             "expected_respondents": survey.expected_respondents,
@@ -470,6 +473,41 @@ def test_survey_texts_are_saved_and_a_title_is_required(app, signed_in, draft):
     response = signed_in.post(url, data={**data, "title": ""})
     assert response.status_code == 400 and "non-empty" in field_error(response.text, "title")
     assert snapshot(app, draft)["title"] == "New title"
+
+
+WHO_IS_ASKING = {
+    "run_by": "Student Health Study, University of Example",
+    "contact": "study@example.org",
+    "ethics_statement": "Approved by the Example Ethics Board (ref. EB-2026-014).\nTaking part is voluntary.",
+}
+
+
+def test_who_is_asking_is_set_on_a_new_survey_and_corrected_on_the_build_page(app, signed_in):
+    response = signed_in.post("/surveys/new", data={"title": "Exam habits", **WHO_IS_ASKING})
+    assert response.status_code == 303
+    slug = response.location.split("/")[2]
+    assert {name: snapshot(app, slug)[name] for name in WHO_IS_ASKING} == WHO_IS_ASKING
+    page = signed_in.get(f"/surveys/{slug}/build").text
+    assert 'value="study@example.org"' in control(page, "contact")
+    assert "Who is asking" in page and "EB-2026-014" in page
+
+    url = f"/surveys/{slug}/details"
+    texts = {"title": "Exam habits", **WHO_IS_ASKING, "contact": "+44 20 7946 0000"}
+    assert signed_in.post(url, data=texts).status_code == 303
+    assert snapshot(app, slug)["contact"] == "+44 20 7946 0000"
+    before = snapshot(app, slug)
+    response = signed_in.post(url, data={**texts, "contact": "x" * 301, "run_by": "Someone else"})
+    assert response.status_code == 400
+    assert "longer than 300 characters" in field_error(response.text, "contact")
+    assert "Someone else" in control(response.text, "run_by")  # what was typed stays in the form
+    assert snapshot(app, slug) == before  # nothing was saved
+
+
+def test_who_is_asking_can_be_corrected_after_publishing(app, signed_in, small_survey):
+    data = {"title": "Small test survey", **WHO_IS_ASKING}
+    assert signed_in.post(f"/surveys/{small_survey}/details", data=data).status_code == 303
+    stored = snapshot(app, small_survey)
+    assert stored["status"] == "open" and stored["ethics_statement"] == WHO_IS_ASKING["ethics_statement"]
 
 
 # -- the preview API ---------------------------------------------------------------------------------

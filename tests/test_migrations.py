@@ -15,8 +15,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import column, create_engine, inspect, select, table, text
-from sqlalchemy.orm import Session
+from sqlalchemy import create_engine, inspect, select, text
 
 from survey import create_app
 from survey.domain.models import Survey
@@ -102,43 +101,48 @@ def test_migrations_go_down_to_nothing_and_up_again(empty_app):
 
 def legacy_database(app) -> None:
     """A database as ``db.create_all()`` made it before migrations existed, with responses in it."""
+    # The survey is made by today's models (which know columns 0001 did not have), then the schema is
+    # taken down to 0001 with it in place, as the first revision's tables held it.
     with app.app_context():
-        command.upgrade(alembic_config(), "0001")
+        command.upgrade(alembic_config(), "head")
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        survey_id, questions = survey.id, [(q.id, len(q.options)) for q in survey.questions]
+        db.session.remove()
+        command.downgrade(alembic_config(), "0001")
         with db.engine.begin() as conn:
             conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
     assert tables(app) == FIRST_REVISION_TABLES
-    # The survey is made by today's code in a scratch database, then copied with the columns the old
-    # schema has (today's models have columns that did not exist then).
-    scratch = create_engine("sqlite://")
-    db.metadata.create_all(scratch)
-    with Session(scratch) as session:
-        survey = create_survey_from_spec(session, SMALL_SPEC)
-        session.flush()
-        options = {q.id: len(q.options) for q in survey.questions}
-        rows = {
-            table: [dict(row._mapping) for row in session.execute(select(db.metadata.tables[table]))]
-            for table in ("surveys", "questions", "options", "designs")
-        }
     with app.app_context():
-        present = {table: {c["name"] for c in inspect(db.engine).get_columns(table)} for table in rows}
-        with db.engine.begin() as conn:
-            for name, items in rows.items():
-                # a bare table of the old columns: today's model would add today's columns' defaults
-                model = db.metadata.tables[name]
-                old = table(name, *(column(c, model.c[c].type) for c in present[name]))
-                conn.execute(old.insert(), [{k: v for k, v in item.items() if k in present[name]} for item in items])
         rng = np.random.default_rng(7)
         for i in range(1, 41):
             db.session.execute(
                 text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (:i, :s, '2026-01-02')"),
-                {"i": i, "s": survey.id},
+                {"i": i, "s": survey_id},
             )
-            for question_id, k in options.items():
+            for question_id, k in questions:
                 db.session.execute(
                     text("INSERT INTO answers (submission_id, question_id, value) VALUES (:i, :q, :v)"),
                     {"i": i, "q": question_id, "v": int(rng.integers(k))},
                 )
         db.session.commit()
+
+
+def test_who_is_asking_comes_empty_to_surveys_made_before_it_and_goes_on_downgrade(empty_app):
+    """0005 gives existing surveys empty who-is-asking texts; going back before it keeps the surveys."""
+    init_db(empty_app)
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "run_by": "Lab", "contact": "lab@example.org"})
+        db.session.commit()
+        db.session.remove()
+        command.downgrade(alembic_config(), "0010")  # the revision before 0005
+        columns = {c["name"] for c in inspect(db.engine).get_columns("surveys")}
+        assert not columns & {"run_by", "contact", "ethics_statement"}
+        command.upgrade(alembic_config(), "head")
+        survey = db.session.scalar(select(Survey))
+        assert survey.slug == SMALL_SPEC["slug"] and len(survey.questions) == len(SMALL_SPEC["questions"])
+        assert (survey.run_by, survey.contact, survey.ethics_statement) == ("", "", "")
+    assert differences(empty_app) == []
 
 
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):

@@ -153,7 +153,7 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     respondent.click("label[for='q3-0']")
     with respondent.expect_navigation():
         respondent.click("#submit-button")
-    assert "Thank you" in respondent.text_content("h1")
+    assert respondent.text_content("h1") == "Your answers were sent"
     respondent.context.close()
 
     page.goto(f"{base}/surveys/{slug}/results")
@@ -273,6 +273,33 @@ def test_builder_pages_have_no_serious_accessibility_violations(live_server, bro
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
     page.goto(build)
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.context.close()
+
+
+def test_organizer_says_who_is_asking_when_creating_a_survey(live_server, browser):
+    """The new-survey form takes who runs the survey, a contact and the consent or ethics statement;
+    the build page shows them to correct, and both pages stay accessible."""
+    app, base = live_server
+    page = new_page(browser, bypass_csp=True)  # bypass: only so that axe itself can be injected
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/new")
+    expect(page.locator("fieldset.who-is-asking legend")).to_have_text("Who is asking")
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.fill("#title", "Sleep and screens")
+    page.fill("#run_by", "Sleep Lab, University of Example")
+    page.fill("#contact", "sleep-lab@example.org")
+    page.fill("#ethics_statement", "Approved by the Example Ethics Board (ref. EB-2026-031).")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    expect(page.locator("#contact")).to_have_value("sleep-lab@example.org")
+    expect(page.locator("#ethics_statement")).to_have_value("Approved by the Example Ethics Board (ref. EB-2026-031).")
+    slug = re.search(r"/surveys/([^/]+)/build$", page.url).group(1)
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        assert (survey.run_by, survey.contact) == ("Sleep Lab, University of Example", "sleep-lab@example.org")
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
     page.context.close()

@@ -48,6 +48,13 @@ ONE_SIDED_SPEC = {
             },
         },
         {"key": "weak", "kind": "yes_no", "text": "Weak?", "privacy": {"design": "grr", "epsilon": 6.0}},
+        {
+            # after a "yes" report at most 70% sure of a "yes"; after a "no", 86% sure of a "no"
+            "key": "lopsided",
+            "kind": "yes_no",
+            "text": "Lopsided?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.8},
+        },
     ],
 }
 
@@ -158,14 +165,13 @@ def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
         assert not sentence.startswith("Warning")
         figures = percents(sentence)
         assert figures[0] == pytest.approx(0.5)  # the prior the sentence starts from
-        yes_no = matrix.shape[1] == 2
-        low, high = ranges[0] if yes_no else (None, max(high for _, high in ranges))
+        # the line's one bound holds whichever the answer: the highest over the answers (a lopsided
+        # design protects a "no" less than a "yes", and the line must not promise the "yes" figure)
+        high = max(high for _, high in ranges)
         if "almost 100%" in sentence:
             assert high > 0.99, (key, sentence)
         else:  # "at most": never below the bound, and at most the last digit shown above it
             assert high <= figures[1] <= high + 0.01, (key, sentence, high)
-        if yes_no:  # "and at least": never above the bound
-            assert low - 0.01 <= figures[-1] <= low, (key, sentence, low)
     shown_total = claims[("", "total-epsilon")]
     assert shown_total == ("∞" if math.isinf(total) else f"{total:.2f}")
     sentence = claims[("", "total-deniability")]
@@ -191,7 +197,7 @@ def test_no_page_promises_more_secrecy_than_randomized_response_gives(app, clien
 
 
 def test_the_demo_spec_makes_no_promise_its_numbers_break():
-    texts = [DEMO_SPEC["introduction"], DEMO_SPEC["closing_message"]]
+    texts = [DEMO_SPEC[name] for name in ("introduction", "closing_message", "run_by", "ethics_statement")]
     texts += [q["text"] for q in DEMO_SPEC["questions"]] + [q.get("help_text", "") for q in DEMO_SPEC["questions"]]
     assert [claim for text in texts for claim in overclaims(text)] == []
 
@@ -207,3 +213,16 @@ def test_the_demo_spec_makes_no_promise_its_numbers_break():
 )
 def test_the_promises_that_were_printed_before_are_caught(text):
     assert overclaims(text)
+
+
+@pytest.mark.parametrize("labels", [("yes", "no"), ("a", "b"), ("a", "b", "c")])
+def test_the_words_for_a_design_count_the_other_answers_right(labels):
+    """A two-answer GRR sends "the other answer", never "one of the other 1 option"."""
+    from survey.domain.wording import describe_design
+    from survey.privacy import GeneralizedRR
+
+    words = describe_design(GeneralizedRR(list(labels), epsilon=1.0))
+    assert not re.search(r"\b1 options?\b", words), words
+    assert ("the other answer" in words) == (len(labels) == 2), words
+    if len(labels) > 2:
+        assert f"one of the other {len(labels) - 1} options" in words

@@ -33,8 +33,8 @@ def test_page_explains_each_question(client, small_survey):
     words = " ".join(re.sub(r"<[^>]+>", "", html).split())
     assert "ε = 1.10" in words and "ε = 1.00" in words
     assert "ε = 3.20" in words  # ln 3 + ln 3 + 1
-    assert "50% sure you would answer “yes”" in words and "at most 75% sure" in words
-    assert "Asked directly" in words and "Not protected" in words
+    assert "Someone 50% sure of your answer could become at most 75% sure." in words
+    assert "Question 4 is not protected: it is sent as you answer it." in words and "Not protected" in words
     assert "This survey needs JavaScript" in html  # the noscript explanation
     # true answers have no name; only the reported fields (and direct answers) do
     names = set(re.findall(r'<input[^>]* name="([^"]+)"', html))
@@ -142,6 +142,85 @@ def test_unknown_closed_and_draft_surveys(app, client, small_survey):
         db.session.commit()
     assert client.get("/s/small-test").status_code == 404
     assert rows(app) == (0, 0)
+
+
+def _survey(app, **fields) -> str:
+    from survey.domain.specs import create_survey_from_spec
+
+    from .conftest import SMALL_SPEC
+
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, **fields})
+        db.session.commit()
+        return survey.slug
+
+
+def _words(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", "", html).split())
+
+
+def test_who_is_asking_is_shown_on_the_survey_privacy_and_thank_you_pages(app, client):
+    slug = _survey(
+        app,
+        run_by="Health <b>Study</b>",
+        contact="+44 (0)20 7946 0000",
+        ethics_statement="Approved by the Example Ethics Board (EB-14).\nTaking part is voluntary.",
+    )
+    for path in (f"/s/{slug}", f"/s/{slug}/privacy", f"/s/{slug}/thanks"):
+        html = client.get(path).get_data(as_text=True)
+        assert "Health &lt;b&gt;Study&lt;/b&gt;" in html, path  # the organizer's words, as text
+        assert '<a href="tel:+442079460000">+44 (0)20 7946 0000</a>' in html, path
+        assert "Approved by the Example Ethics Board (EB-14).\nTaking part is voluntary." in html, path
+    survey_page = client.get(f"/s/{slug}").get_data(as_text=True)
+    assert 'href="#consent"' in survey_page  # the statement in full sits by the button that sends
+
+
+@pytest.mark.parametrize(
+    "contact, link",
+    [
+        ("study@example.org", '<a href="mailto:study@example.org">'),
+        ("https://example.org/study", '<a href="https://example.org/study">'),
+        ("javascript:alert(1)", None),
+        ("Dr. Example, room 4", None),
+    ],
+)
+def test_a_contact_is_a_link_only_when_it_is_an_address(app, client, contact, link):
+    slug = _survey(app, contact=contact)
+    html = client.get(f"/s/{slug}").get_data(as_text=True)
+    contact_html = re.search(r'<span id="contact">(.*?)</span>', html).group(1)
+    if link:
+        assert contact_html.startswith(link)
+    else:
+        assert "<a" not in contact_html and "javascript:" not in re.sub(r"<[^>]+>", "", html.split("<main")[0])
+
+
+def test_a_survey_that_says_nothing_of_who_asks_shows_no_empty_block(client, small_survey):
+    for path in ("/s/small-test", "/s/small-test/privacy", "/s/small-test/thanks"):
+        html = client.get(path).get_data(as_text=True)
+        assert 'id="who-is-asking"' not in html and "Run by" not in html, path
+
+
+@pytest.mark.parametrize("closing", ["Thank you.", "Thanks!", ""])
+def test_the_thank_you_page_thanks_once(app, client, closing):
+    slug = _survey(app, closing_message=closing)
+    html = client.get(f"/s/{slug}/thanks").get_data(as_text=True)
+    main = _words(html.split("<main", 1)[1])
+    assert re.search(r"<h1>Your answers were sent</h1>", html)
+    assert len(re.findall(r"\bthank", main, re.IGNORECASE)) == 1, main
+
+
+def test_the_privacy_page_links_back_to_the_survey_at_its_top_and_its_foot(client, small_survey):
+    html = client.get("/s/small-test/privacy").get_data(as_text=True)
+    assert html.count('<a href="/s/small-test" class="back-link">Back to the survey</a>') == 2
+
+
+def test_a_direct_question_is_called_not_protected_once_above_and_by_its_badge(client, small_survey):
+    words = _words(client.get("/s/small-test").get_data(as_text=True))
+    assert (
+        words.count("Asked directly") == 0
+        and words.count("Question 4 is not protected: it is sent as you answer it.") == 1
+    )
+    assert words.count("Not protected Sent as you answer it.") == 1
 
 
 def test_form_post_stores_and_thanks(app, client, small_survey):

@@ -47,6 +47,44 @@ def test_round_trip_through_spec(app):
         assert [q.labels for q in again.questions] == [q.labels for q in survey.questions]
 
 
+WHO_IS_ASKING = {
+    "run_by": "Student Health Study",
+    "contact": "study@example.org",
+    "ethics_statement": "Approved by the Example Ethics Board (ref. EB-2026-014).\nTaking part is voluntary.",
+}
+
+
+def test_who_is_asking_travels_through_the_spec_both_ways(app):
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, **WHO_IS_ASKING})
+        db.session.commit()
+        assert (survey.run_by, survey.contact, survey.ethics_statement) == tuple(WHO_IS_ASKING.values())
+        exported = survey_to_spec(survey)
+        assert {name: exported[name] for name in WHO_IS_ASKING} == WHO_IS_ASKING
+        again = create_survey_from_spec(db.session, exported)
+        assert survey_to_spec(again) == exported
+        plain = create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": "no-who"})  # all three are optional
+        assert {name: survey_to_spec(plain)[name] for name in WHO_IS_ASKING} == dict.fromkeys(WHO_IS_ASKING, "")
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("run_by", "x" * 201, "is longer than 200 characters"),
+        ("contact", "x" * 301, "is longer than 300 characters"),
+        ("ethics_statement", "x" * 10_001, "is longer than 10000 characters"),
+        ("contact", 5, "must be a text"),
+        ("ethics_statement", "a\x00b", "NUL"),
+    ],
+)
+def test_who_is_asking_is_checked_like_every_text(app, field, value, message):
+    with app.app_context():
+        with pytest.raises(DomainError, match=message) as refused:
+            create_survey_from_spec(db.session, {**SMALL_SPEC, field: value})
+        assert refused.value.path == (field,)
+        assert _count(Survey) == 0
+
+
 def _with(path, value):
     spec = copy.deepcopy(SMALL_SPEC)
     target = spec

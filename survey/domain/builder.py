@@ -21,14 +21,12 @@ from .validation import TEXT_LIMITS
 TEXT_FIELDS = ("text", "help_text")
 
 
-def update_details(survey: Survey, title: str, introduction: str, closing_message: str) -> None:
-    """Texts of the survey itself: allowed in every state, validated as a spec's."""
-    texts = survey_texts({"title": title, "introduction": introduction or "", "closing_message": closing_message or ""})
-    survey.title, survey.introduction, survey.closing_message = (
-        texts["title"],
-        texts["introduction"],
-        texts["closing_message"],
-    )
+def update_details(survey: Survey, **texts: str) -> None:
+    """Texts of the survey itself (title, introduction, closing message, and who is asking: run by,
+    contact, ethics statement): allowed in every state, validated as a spec's. A text left out of
+    ``texts`` is emptied, as a spec that leaves it out would have it."""
+    for name, value in survey_texts(texts).items():
+        setattr(survey, name, value)
 
 
 def update_planning(survey: Survey, fields: dict[str, Any]) -> None:

@@ -27,13 +27,17 @@ DEMO_RESPONDENTS = 3000
 DEMO_SPEC: dict[str, Any] = {
     "title": "Health and habits",
     "slug": DEMO_SLUG,
-    "introduction": (
-        "This short survey asks about things people often prefer not to tell. Your browser randomizes "
-        "each sensitive answer before anything is sent, and only the randomized answers are stored; "
-        "together they still tell us how common each thing is. Below, and on the privacy page, each "
-        "question says how much what is sent could reveal about you."
+    "introduction": ("Six short questions about things people often prefer not to tell."),
+    "closing_message": (
+        "Thank you for taking part. The results are estimated from everyone's randomized answers together."
     ),
-    "closing_message": "Your randomized answers and the date have been stored; nothing else about you was.",
+    # Who is asking: shown on the survey, privacy and thank-you pages.
+    "run_by": "the Private Survey team",
+    "contact": "privacy@example.org",
+    "ethics_statement": (
+        "Taking part is voluntary. By sending, you agree that your randomized answers are stored and used to "
+        "estimate how common each answer is. This demo has no ethics approval."
+    ),
     "questions": [
         {
             "key": "cannabis",

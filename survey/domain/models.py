@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -108,6 +109,11 @@ class Survey(Base):
     title: Mapped[str] = mapped_column(String(200))
     introduction: Mapped[str] = mapped_column(Text, default="")
     closing_message: Mapped[str] = mapped_column(Text, default="")
+    #: Who is asking, shown to respondents on the survey, privacy and thank-you pages: who runs the
+    #: survey, how to reach them, and the consent or ethics statement (an approval, a reference).
+    run_by: Mapped[str] = mapped_column(String(200), default="", server_default=text("''"))
+    contact: Mapped[str] = mapped_column(String(300), default="", server_default=text("''"))
+    ethics_statement: Mapped[str] = mapped_column(Text, default="", server_default=text("''"))
     status: Mapped[str] = mapped_column(String(10), default="open")
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)

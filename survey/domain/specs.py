@@ -43,6 +43,9 @@ SURVEY_FIELDS = {
     "slug",
     "introduction",
     "closing_message",
+    "run_by",
+    "contact",
+    "ethics_statement",
     "status",
     "questions",
     "epsilon_cap",
@@ -268,17 +271,18 @@ def _slug(session: Session, title: str) -> str:
             return slug
 
 
+#: The survey's own texts, besides its title: all optional, each with its limit (TEXT_LIMITS).
+#: ``run_by``, ``contact`` and ``ethics_statement`` say who is asking, on every respondent page.
+OPTIONAL_TEXTS = ("introduction", "closing_message", "run_by", "contact", "ethics_statement")
+
+
 def survey_texts(spec: Mapping[str, Any]) -> dict[str, str]:
-    """The survey's own texts, validated: title (required), introduction and closing message."""
-    return {
-        "title": validation.text(spec.get("title"), SURVEY, "title", limit=TEXT_LIMITS["title"]),
-        "introduction": validation.text(
-            spec.get("introduction"), SURVEY, "introduction", limit=TEXT_LIMITS["introduction"], required=False
-        ),
-        "closing_message": validation.text(
-            spec.get("closing_message"), SURVEY, "closing_message", limit=TEXT_LIMITS["closing_message"], required=False
-        ),
-    }
+    """The survey's own texts, validated: the title (required), the introduction, the closing message
+    and who is asking (who runs it, a contact, the consent or ethics statement)."""
+    texts = {"title": validation.text(spec.get("title"), SURVEY, "title", limit=TEXT_LIMITS["title"])}
+    for name in OPTIONAL_TEXTS:
+        texts[name] = validation.text(spec.get(name), SURVEY, name, limit=TEXT_LIMITS[name], required=False)
+    return texts
 
 
 def create_survey_from_spec(session: Session, spec: Any, owner: User | None = None) -> Survey:
@@ -369,6 +373,9 @@ def survey_to_spec(survey: Survey) -> dict[str, Any]:
         "title": survey.title,
         "introduction": survey.introduction,
         "closing_message": survey.closing_message,
+        "run_by": survey.run_by,
+        "contact": survey.contact,
+        "ethics_statement": survey.ethics_statement,
         "expected_respondents": survey.expected_respondents,
         "target_margin": survey.target_margin,
         "access": survey.access,

@@ -58,28 +58,58 @@ def describe_design(mechanism: Mechanism) -> str:
     return "Before anything is sent, your browser replaces your answer by a random draw that depends on it."
 
 
-def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
-    """“Someone who was 50% sure you answered yes can become at most 75% sure.”"""
+def _belief_bounds(mechanism: Mechanism, prior: float) -> tuple[str | None, float, float | None]:
+    """For a yes/no design: (the answer a report can give away or None, the highest belief in “yes”,
+    the lowest); for a choice: (None or "", the highest belief in any option, None). A design that
+    can give an answer away is said so in a warning, not in bounds."""
     if mechanism.k == 2 and mechanism.labels == ("yes", "no"):
         low_yes, high_yes = mechanism_posterior_bounds(mechanism, prior, 0)
-        reveals_yes, reveals_no = high_yes >= 1.0 - 1e-12, low_yes <= 1e-12
-        if reveals_yes or reveals_no:
-            exposed, safe = ("yes", "no") if reveals_yes else ("no", "yes")
-            return (
-                f"Warning: only a “{safe}” is protected. Some of what your browser sends can only come from "
-                f"a true “{exposed}”, so a “{exposed}” can be given away."
-            )
+        if high_yes >= 1.0 - 1e-12:
+            return "yes", high_yes, low_yes
+        if low_yes <= 1e-12:
+            return "no", high_yes, low_yes
+        return None, high_yes, low_yes
+    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    return ("" if high >= 1.0 - 1e-12 else None), high, None
+
+
+def _warning(exposed: str) -> str:
+    if exposed == "":
+        return "Warning: some options are not protected: what is sent can reveal them."
+    safe = "no" if exposed == "yes" else "yes"
+    return (
+        f"Warning: only a “{safe}” is protected. Some of what your browser sends can only come from "
+        f"a true “{exposed}”, so a “{exposed}” can be given away."
+    )
+
+
+def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
+    """“Someone who was 50% sure you answered yes can become at most 75% sure.” (the builder's preview)"""
+    exposed, high, low = _belief_bounds(mechanism, prior)
+    if exposed is not None:
+        return _warning(exposed)
+    if low is not None:
         return (
             f"Someone who was {percent(prior)} sure you would answer “yes” can, after seeing what is sent, "
-            f"become {_at_most(high_yes)} sure (and at least {percent_at_least(low_yes)})."
+            f"become {_at_most(high)} sure (and at least {percent_at_least(low)})."
         )
-    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
-    if high >= 1.0 - 1e-12:
-        return "Warning: some options are not protected: what is sent can reveal them."
     return (
         f"Someone who was {percent(prior)} sure which option you would pick can, after seeing what is sent, "
         f"become {_at_most(high)} sure."
     )
+
+
+def deniability_line(mechanism: Mechanism, prior: float = 0.5) -> str:
+    """The one short line a respondent reads under a question: how sure what is sent could make
+    someone who was ``prior`` sure of the answer, whichever answer it is (the highest bound over the
+    answers, so that a “no” is never promised more than it gets). The page says once, above the
+    questions, that the line is about what is sent. A design that can give an answer away gets the
+    full warning of :func:`deniability_sentence`."""
+    exposed, _, _ = _belief_bounds(mechanism, prior)
+    if exposed is not None:
+        return _warning(exposed)
+    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    return f"Someone {percent(prior)} sure of your answer could become {_at_most(high)} sure."
 
 
 def total_deniability_sentence(epsilon: float) -> str:
@@ -97,9 +127,8 @@ def total_deniability_sentence(epsilon: float) -> str:
         )
     even, rare = (_at_most(posterior_bounds(epsilon, prior)[1]) for prior in (0.5, 0.1))
     return (
-        f"Someone who was {percent(0.5)} sure of something about your true answers taken together (for example, that "
-        f"you answered “yes” to at least one of the randomized questions) can, after seeing everything your browser "
-        f"sends, become {even} sure; someone who was {percent(0.1)} sure can become {rare} sure."
+        f"Everything sent together could make someone {percent(0.5)} sure of something about your answers "
+        f"{even} sure; someone {percent(0.1)} sure, {rare} sure."
     )
 
 

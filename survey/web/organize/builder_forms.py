@@ -53,24 +53,19 @@ class SurveyDetailsForm(BuilderForm):
     title = StringField("Title")
     introduction = TextAreaField("Introduction")
     closing_message = TextAreaField("Closing message")
+    # Who is asking: shown to respondents on the survey, privacy and thank-you pages.
+    run_by = StringField("Run by")
+    contact = StringField("Contact")
+    ethics_statement = TextAreaField("Consent or ethics statement")
+
+    TEXTS = ("title", "introduction", "closing_message", "run_by", "contact", "ethics_statement")
 
     @classmethod
     def for_survey(cls, survey: Survey) -> SurveyDetailsForm:
-        return cls(
-            formdata=None,
-            data={
-                "title": survey.title,
-                "introduction": survey.introduction,
-                "closing_message": survey.closing_message,
-            },
-        )
+        return cls(formdata=None, data={name: getattr(survey, name) for name in cls.TEXTS})
 
     def spec(self) -> dict[str, Any]:
-        return {
-            "title": self.title.data or "",
-            "introduction": self.introduction.data or "",
-            "closing_message": self.closing_message.data or "",
-        }
+        return {name: self[name].data or "" for name in self.TEXTS}
 
 
 class PlanningForm(BuilderForm):

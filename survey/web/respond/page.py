@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 
 from survey.domain.models import Question, Survey
-from survey.domain.wording import deniability_sentence, describe_design, epsilon_text, total_deniability_sentence
+from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
 from survey.privacy import Mechanism
+
+#: Up to this many options, none longer than COLUMN_LABEL characters, are laid out in two columns.
+COLUMN_OPTIONS = 6
+COLUMN_LABEL = 20
 
 
 @dataclass
@@ -43,7 +48,8 @@ class QuestionView:
 
     @property
     def deniability(self) -> str:
-        return deniability_sentence(self.mechanism) if self.mechanism else ""
+        """The one short line under the question: how far what is sent can move a suspicion."""
+        return deniability_line(self.mechanism) if self.mechanism else ""
 
     @property
     def columns_json(self) -> str:
@@ -53,6 +59,18 @@ class QuestionView:
     @property
     def options(self) -> list[tuple[int, str]]:
         return [(o.code, o.label) for o in self.question.options]
+
+    @property
+    def layout(self) -> str:
+        """How the answers are laid out, each one still a full-row tap target of at least 44 px:
+        "row" puts yes and no side by side; "columns" flows three to six short options down two
+        columns (in reading order, so a scale still reads from top to bottom); "" is one per row."""
+        labels = [o.label for o in self.question.options]
+        if self.question.kind == "yes_no":
+            return "row"
+        if 3 <= len(labels) <= COLUMN_OPTIONS and max(map(len, labels)) <= COLUMN_LABEL:
+            return "columns"
+        return ""
 
 
 @dataclass
@@ -78,6 +96,10 @@ class SurveyPage:
     def direct(self) -> list[QuestionView]:
         return [q for q in self.questions if not q.randomized]
 
+    def number(self, view: QuestionView) -> int:
+        """The question's number as the page shows it (from 1)."""
+        return self.questions.index(view) + 1
+
 
 def survey_page(survey: Survey) -> SurveyPage:
     views = [QuestionView(q, q.mechanism()) for q in survey.questions]
@@ -86,3 +108,28 @@ def survey_page(survey: Survey) -> SurveyPage:
 
 def option_label(label: str) -> str:
     return label[:1].upper() + label[1:]
+
+
+EMAIL = re.compile(r"[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\"]+")
+WEB_ADDRESS = re.compile(r"https?://[^\s<>\"]+", re.IGNORECASE)
+PHONE_NUMBER = re.compile(r"\+?[0-9][0-9 ().-]{5,}[0-9]")
+
+
+def contact_href(contact: str) -> str | None:
+    """A link for a survey's contact when it is one e-mail address, web address or phone number
+    (``mailto:``, the address itself, ``tel:``); None for anything else, which is shown as text.
+
+    >>> contact_href("team@example.org"), contact_href("https://example.org/study")
+    ('mailto:team@example.org', 'https://example.org/study')
+    >>> contact_href("+44 (0)20 7946 0000"), contact_href("Dr. Example, room 4")
+    ('tel:+442079460000', None)
+    """
+    contact = (contact or "").strip()
+    if EMAIL.fullmatch(contact):
+        return f"mailto:{contact}"
+    if WEB_ADDRESS.fullmatch(contact):
+        return contact
+    if PHONE_NUMBER.fullmatch(contact):
+        # "(0)" is the trunk prefix dialled only from within the country, never after "+44"
+        return "tel:" + re.sub(r"[^0-9+]", "", contact.replace("(0)", ""))
+    return None

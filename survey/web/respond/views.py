@@ -15,7 +15,7 @@ from survey.platform.extensions import csrf, db
 
 from ..common import json_error
 from . import bp
-from .page import option_label, survey_page
+from .page import contact_href, option_label, survey_page
 
 FIELD_PREFIX = "q_"
 #: The answer to every stored submission, encoded once (it runs once per respondent).
@@ -32,6 +32,11 @@ def _survey_or_404(slug: str) -> Survey:
 @bp.app_template_filter("option_label")
 def _option_label(label: str) -> str:
     return option_label(label)
+
+
+@bp.app_template_filter("contact_href")
+def _contact_href(contact: str) -> str | None:
+    return contact_href(contact)
 
 
 def _render_form(survey: Survey, error: str | None = None, status: int = 200, invitation: str = ""):
