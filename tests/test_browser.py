@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
+import pyreadstat
 import pytest
 from playwright.sync_api import expect
 from scipy.stats import chisquare
@@ -528,6 +529,33 @@ def test_researcher_breaks_the_demo_down_by_age_and_downloads_the_table(live_ser
     lines = open(download.value.path(), encoding="utf-8").read().splitlines()
     assert lines[0].startswith("question,category,by,group,n,share")
     assert [line.split(",")[3] for line in lines[1:]] == ["18–29", "30–44", "45–64", "65 or older", "everyone"]
+
+
+def test_researcher_watches_the_live_interval_and_tests_a_threshold(live_server, page):
+    """Issue 14 in a real browser: the live interval and what it means, the estimate over time, a
+    test typed as a percentage, and the labelled SPSS file downloaded from the same page."""
+    _, base = live_server
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", "demo")
+    page.fill("#password", "demo-password")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    page.goto(f"{base}/surveys/health-and-habits/results")
+    expect(page.locator("#live-heading")).to_have_text("Precise enough to stop?")
+    section = page.locator("section.result", has=page.locator("#q-cannabis"))
+    expect(section.locator("td.interval.live").first).to_contain_text(" to ")
+    expect(section.locator("svg.timeline")).to_be_visible()
+    section.locator("summary:has-text('Test a share')").click()
+    section.locator("input[name=threshold]").fill("10")
+    with page.expect_navigation():
+        section.locator("button:has-text('Test')").click()
+    expect(page.locator("section.result", has=page.locator("#q-cannabis")).locator(".anytime-result")).to_contain_text(
+        "Anytime-valid p ="
+    )
+    with page.expect_download() as download:
+        page.click("text=for SPSS (.sav)")
+    frame, meta = pyreadstat.read_sav(download.value.path())
+    assert len(frame) > 0 and meta.variable_value_labels["cannabis"] == {0.0: "no", 1.0: "yes"}
 
 
 def test_a_number_outside_its_range_is_marked_before_anything_is_sent(live_server, browser):

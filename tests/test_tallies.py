@@ -395,3 +395,11 @@ def test_a_survey_switched_to_invitations_refuses_a_sender_who_saw_it_open(app, 
     with app.app_context():
         assert survey_counts(db.session, the_survey()).submissions == 3
         assert tally_mismatches(db.session, the_survey()) == []
+
+
+def test_sqlite_connections_wait_for_the_writer_instead_of_failing(app):
+    with app.app_context():
+        if db.engine.dialect.name != "sqlite":
+            pytest.skip("a SQLite setting")
+        waited = db.session.execute(text("PRAGMA busy_timeout")).scalar()
+    assert waited == 30_000

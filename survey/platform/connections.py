@@ -54,3 +54,22 @@ def create_private_sqlite_file(url: URL) -> None:
         pass
     except OSError:
         return  # a missing folder or no permission: SQLite will say so when it connects
+
+
+#: How long a SQLite connection waits for the one writer before it gives up ("database is locked").
+SQLITE_BUSY_SECONDS = 30.0
+
+
+def wait_for_sqlite_writers(engine: Engine, seconds: float = SQLITE_BUSY_SECONDS) -> None:
+    """Let SQLite connections wait up to ``seconds`` for the write lock (the driver's default is 5 s).
+
+    SQLite has one writer at a time; write transactions take the lock first
+    (:func:`survey.domain.base.begin_writing`), so a writer only ever waits its turn. Five seconds
+    proved too short on a loaded machine while a tally rebuild recounted: a submission would fail
+    where waiting a little longer stores it."""
+    if engine.dialect.name != "sqlite":
+        return
+
+    @event.listens_for(engine, "connect")
+    def set_busy_timeout(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
