@@ -252,8 +252,9 @@ def test_each_kind_of_question_is_added_with_the_privacy_cores_design(app, signe
     assert yes_no["required"] is True
 
     assert choice["options"] == ["never", "sometimes", "often", "always"]
-    assert choice["privacy"] == {"design": "grr", "truth_probability": GeneralizedRR(4, epsilon=1).truth_probability}
-    assert round(choice["privacy"]["truth_probability"], 5) == 0.47537
+    # set by its ε, a GRR design keeps that ε as set (the spec can hold it), with the matrix it implies
+    assert choice["privacy"] == {"design": "grr", "epsilon": 1.0}
+    assert choice["design"]["matrix"] == GeneralizedRR(4, epsilon=1).matrix.tolist()
     assert choice["design"]["epsilon"] == pytest.approx(1.0, abs=1e-12)
 
     assert direct["kind"] == "direct" and "privacy" not in direct and direct["options"] == ["under 30", "30 or over"]
@@ -272,11 +273,15 @@ INVALID_QUESTIONS = [
     ({**CHOICE, "epsilon": "0"}, "epsilon", "greater than 0"),
     ({**YES_NO, "epsilon": "-1"}, "epsilon", "greater than 0"),
     ({**YES_NO, "epsilon": "lots"}, "epsilon", "must be a number"),
-    ({**YES_NO, "set_by": "truth_probability", "truth_probability": "1.5"}, "truth_probability", "between 0 and 1"),
-    ({**CHOICE, "set_by": "truth_probability", "truth_probability": "0.2"}, "truth_probability", "above 1/k"),
-    ({**WARNER, "truth_probability": "0.5"}, "truth_probability", "differ from 1/2"),
+    ({**YES_NO, "set_by": "truth_probability", "truth_probability": "1.5"}, "truth_probability", "at most 1"),
+    (
+        {**CHOICE, "set_by": "truth_probability", "truth_probability": "0.2"},
+        "truth_probability",
+        "above 1 divided by the number of options",
+    ),
+    ({**WARNER, "truth_probability": "0.5"}, "truth_probability", "other than 0.5"),
     ({**YES_NO, "set_by": "truth_probability", "truth_probability": "1"}, "truth_probability", "protects nothing"),
-    ({**YES_NO, "yes_probability": "2"}, "yes_probability", "between 0 and 1"),
+    ({**YES_NO, "yes_probability": "2"}, "yes_probability", "from 0 to 1"),
     ({**CHOICE, "options": "only one"}, "options", "2 to 50 options"),
     ({**CHOICE, "options": "same\nsame"}, "options", "distinct"),
     ({**CHOICE, "design": "coin_flip"}, "design", "must be one of"),
@@ -303,7 +308,10 @@ def test_an_invalid_form_still_shows_the_preview_of_what_is_valid(signed_in, dra
     assert "at most 75% sure" in unescape(html)
     assert "±6.2 percentage points" in html
     html = add(signed_in, draft, {**CHOICE, "epsilon": "0"}, status=400).text
-    assert re.search(r'<p class="field-error" data-preview="error">epsilon must be greater than 0', html)
+    assert re.search(
+        r'<p class="field-error" data-preview="error" id="preview-error">ε \(epsilon\) must be a number greater than 0',
+        html,
+    )
 
 
 def test_editing_a_draft_question_changes_it_in_place(app, signed_in, draft):
@@ -545,7 +553,7 @@ def test_preview_reports_the_privacy_cores_numbers(signed_in):
     assert warner["derived"] == {
         "name": "epsilon",
         "value": pytest.approx(math.log(3)),
-        "text": "→ ε = 1.10",
+        "text": "(from the truth probability 0.75)",  # ε itself is shown beside it, not twice
         "input": "1.09861",
     }
     yes_no_grr = preview(signed_in, design="grr", kind="yes_no", epsilon="1")
@@ -706,7 +714,8 @@ def test_every_design_is_edited_by_its_own_inputs_and_saving_it_unchanged_change
         url = f"/surveys/{draft}/questions/{question['key']}/edit"
         shown = FormValues.of(signed_in, url)
         design = DESIGNS[question["design"]["name"]]
-        assert shown["design"] == design.id and shown["set_by"] == design.level.field
+        set_by = "epsilon" if "epsilon" in question["privacy"] else design.level.field  # as it was set
+        assert shown["design"] == design.id and shown["set_by"] == set_by
         assert signed_in.post(url, data=shown).status_code == 303
     assert snapshot(app, draft) == before
 

@@ -122,16 +122,17 @@ def test_management_page_has_every_section(signed_in, small_survey):
     response = signed_in.get(f"/surveys/{small_survey}/share")
     assert response.status_code == 200
     page = text(response)
-    for anchor in ("state", "dates", "access", "invitations", "people", "spec"):
+    for anchor in ("state", "address", "dates", "access", "invitations", "people", "spec"):
         assert f'id="{anchor}"' in page
-    assert 'action="/surveys/small-test/close#state"' in page and "/surveys/small-test/publish" not in page
+    # closing is confirmed on a page of its own first (a link here, the post there)
+    assert 'href="/surveys/small-test/close"' in page and "/surveys/small-test/publish" not in page
     assert 'action="/surveys/small-test/duplicate"' in page
     assert 'href="/surveys/small-test/spec.json"' in page and 'href="/surveys/small-test/results"' in page
     # every input has a label; the page needs no inline script or style
     ids = set(re.findall(r'<input[^>]*\sid="([^"]+)"', page))
     labelled = set(re.findall(r'<label for="([^"]+)"', page))
     assert ids and ids <= labelled
-    assert "<script" not in page and not re.search(r"\sstyle=", page)
+    assert not re.search(r"<script(?![^>]*\ssrc=)", page) and not re.search(r"\sstyle=", page)
     assert len(re.findall(r'\sid="([^"]+)"', page)) == len(set(re.findall(r'\sid="([^"]+)"', page)))
 
 
@@ -527,9 +528,9 @@ def test_codes_are_generated_and_downloaded_as_links(app, signed_in, small_surve
     rows = make_codes(signed_in, 5)
     assert len(rows) == 5 and len({r["code"] for r in rows}) == 5
     for row in rows:
-        assert list(row) == ["code", "link", "used"]
+        assert list(row) == ["code", "link", "used", "revoked"]
         assert row["link"] == f"http://localhost/s/small-test?code={row['code']}"
-        assert row["used"] == "no"
+        assert row["used"] == "no" and row["revoked"] == "no"
     response = signed_in.get("/surveys/small-test/invitations.csv")
     assert response.headers["Content-Disposition"] == 'attachment; filename="small-test-invitations.csv"'
     assert response.mimetype == "text/csv" and "no-store" in response.headers["Cache-Control"]
@@ -601,7 +602,7 @@ def test_codes_and_submissions_cannot_be_lined_up(app, signed_in, client, small_
     """Neither row refers to the other, and the code row has no time to match a submission's by."""
     code = make_codes(signed_in, 1)[0]["code"]
     client.post("/api/surveys/small-test/responses", json={"answers": GOOD, "invitation": code})
-    assert {c.name for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used"}
+    assert {c.name for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
     assert not any(isinstance(c.type, (db.Date, db.DateTime, db.Time)) for c in Invitation.__table__.columns)
     assert {c.name for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
     assert {fk.column.table.name for fk in Submission.__table__.foreign_keys} == {"surveys"}
@@ -612,7 +613,13 @@ def test_codes_and_submissions_cannot_be_lined_up(app, signed_in, client, small_
             for fk in inspector.get_foreign_keys(table):
                 assert {fk["referred_table"], table} != {"invitations", "submissions"}
                 assert fk["referred_table"] != "invitations"
-        assert {c["name"] for c in inspector.get_columns("invitations")} == {"id", "survey_id", "code", "used"}
+        assert {c["name"] for c in inspector.get_columns("invitations")} == {
+            "id",
+            "survey_id",
+            "code",
+            "used",
+            "revoked",
+        }
         submission = db.session.scalar(select(Submission))
         assert submission.submitted_on == today()
 

@@ -115,7 +115,7 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
     page.fill("#epsilon", "2")
     expect(preview_text(page, "epsilon")).to_have_text("2.00")
     page.fill("#epsilon", "0")
-    expect(preview_text(page, "error")).to_contain_text("epsilon must be greater than 0")
+    expect(preview_text(page, "error")).to_contain_text("ε (epsilon) must be a number greater than 0")
     expect(page.locator("#privacy-preview [data-preview='figures']")).to_be_hidden()
     page.fill("#epsilon", "0.5")
     expect(preview_text(page, "epsilon")).to_have_text("0.50")
@@ -141,8 +141,9 @@ def test_organizer_builds_publishes_and_sees_a_response(live_server, browser):
 
     # publish from the management page, as the organizer would
     page.click("text=Publish, share and access")
+    page.click("#publish-link")  # what freezes, then the confirmation
     with page.expect_navigation():
-        page.click("form[action*='/publish'] button")
+        page.click("#confirm-button")
     with app.app_context():
         assert db.session.scalar(select(Survey.status).where(Survey.slug == slug)) == "open"
 
@@ -219,8 +220,9 @@ def test_organizer_builds_forced_response_and_unrelated_question_and_publishes(l
     assert not page.csp_errors, page.csp_errors
 
     page.click("text=Publish, share and access")
+    page.click("#publish-link")  # what freezes, then the confirmation
     with page.expect_navigation():
-        page.click("form[action*='/publish'] button")
+        page.click("#confirm-button")
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         assert survey.status == "open"

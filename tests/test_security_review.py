@@ -121,7 +121,7 @@ def test_invitation_links_csv_neutralizes_formulas(app, user):
         lines = list(invitations_csv(db.session, survey, lambda code: "=HYPERLINK(1)"))
         db.session.rollback()
     rows = list(csv.reader(io.StringIO("".join(lines))))
-    assert rows[0] == ["code", "link", "used"]
+    assert rows[0] == ["code", "link", "used", "revoked"]
     assert [row[1] for row in rows[1:]] == ["'=HYPERLINK(1)", "'=HYPERLINK(1)"]
 
 

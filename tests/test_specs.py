@@ -3,6 +3,7 @@
 import copy
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -165,7 +166,10 @@ def test_slug_taken_and_generated(app):
         spec = dict(SMALL_SPEC, title="Drugs & Work: 2026!")
         del spec["slug"]
         survey = create_survey_from_spec(db.session, spec)
-        assert survey.slug.startswith("drugs-work-2026-")
+        assert survey.slug == "drugs-work-2026"  # the title itself, while it is free
+        db.session.commit()
+        again = create_survey_from_spec(db.session, spec)
+        assert re.fullmatch(r"drugs-work-2026-[0-9a-f]{6}", again.slug)  # taken: a random suffix
 
 
 def test_import_survey_command(app, runner, tmp_path):

@@ -48,8 +48,14 @@ def survey_for(session: Session, user: User | None, slug: str, need: str) -> Sur
     return survey
 
 
-def visible_surveys(session: Session, user: User) -> list[Survey]:
-    """Surveys the user owns or has an accepted role on, newest first (pending invitations are not theirs)."""
+def visible_surveys(session: Session, user: User, *, archived: bool = False) -> list[Survey]:
+    """Surveys the user owns or has an accepted role on, newest first (pending invitations are not
+    theirs): those in use, or with ``archived`` the archived ones."""
     member_of = select(Membership.survey_id).where(Membership.user_id == user.id, Membership.pending.is_(False))
-    query = select(Survey).where(or_(Survey.owner_id == user.id, Survey.id.in_(member_of))).order_by(Survey.id.desc())
+    in_archive = Survey.status == "archived"
+    query = (
+        select(Survey)
+        .where(or_(Survey.owner_id == user.id, Survey.id.in_(member_of)), in_archive if archived else ~in_archive)
+        .order_by(Survey.id.desc())
+    )
     return list(session.scalars(query))

@@ -116,6 +116,8 @@ def _copy_question(source: Question, target: Question) -> None:
             new.matrix,
             new.epsilon,
         )
+    if new is not None and target.design is not None:
+        target.design.given = new.given  # how the level was set, which may change alone
 
 
 def question_by_key(survey: Survey, key: str) -> Question | None:

@@ -5,6 +5,10 @@ in the same transaction (on PostgreSQL, the same statement) as the submission it
 submissions racing with one code cannot both succeed, on SQLite (one writer at a time) or
 PostgreSQL (the row lock makes the second UPDATE re-read the row and match nothing).
 The code row keeps no time and no submission id, and the submission keeps no code.
+
+Organizers may revoke a code that was not used yet (a lost paper invitation, a person who should
+not answer after all): the code is then ``revoked`` and also ``used``, so the claim above refuses it
+without knowing about revoking, and a respondent who tries it is told it was withdrawn.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from .csvfile import CsvTable
-from .errors import DomainError, Forbidden
+from .errors import Conflict, DomainError, Forbidden, NotFound
 from .models import Invitation, Survey
 
 #: No 0/O, 1/I/L: codes are sometimes typed from paper.
@@ -43,7 +47,20 @@ def normalize(code: str | None) -> str:
     return (code or "").strip().upper().replace("-", "").replace(" ", "")
 
 
+def shown(code: str) -> str:
+    """A code as people read and type it: in groups of four (``ABCD-EFGH-JKMN``); :func:`normalize`
+    takes the dashes out again, so either way of typing it works."""
+    return "-".join(code[i : i + 4] for i in range(0, len(code), 4))
+
+
 USED_MESSAGE = "This invitation code has already been used: each code admits one set of answers."
+REVOKED_MESSAGE = (
+    "This invitation code was withdrawn by the survey's organizers and admits no answers. "
+    "Ask whoever invited you for a new one."
+)
+MISSING_MESSAGE = (
+    "This survey is by invitation only: open it with the link from your invitation, or type the code printed on it."
+)
 #: Where a refused code is, in a submission.
 INVITATION = ("invitation",)
 
@@ -52,16 +69,20 @@ def check_code(session: Session, survey_id: int, code: str | None) -> None:
     """Raise :class:`Forbidden` (403) with a message a respondent can read unless ``code`` is usable now."""
     code = normalize(code)
     if not code:
-        raise Forbidden(
-            "This survey is by invitation only: open it with the link from your invitation.", path=INVITATION
-        )
+        raise Forbidden(MISSING_MESSAGE, path=INVITATION)
     row = None
     if code.isascii() and code.isalnum() and len(code) <= 40:
         row = session.scalar(select(Invitation).where(Invitation.code == code))
     if row is None:
-        raise Forbidden("This invitation code is not known. Check that the link was copied whole.", path=INVITATION)
+        raise Forbidden(
+            "This invitation code is not known. Check that the link was copied whole, or that the code was "
+            "typed as printed.",
+            path=INVITATION,
+        )
     if row.survey_id != survey_id:
         raise Forbidden("This invitation code is for a different survey.", path=INVITATION)
+    if row.revoked:
+        raise Forbidden(REVOKED_MESSAGE, path=INVITATION)
     if row.used:
         raise Forbidden(USED_MESSAGE, path=INVITATION)
 
@@ -85,35 +106,114 @@ def claim(session: Session, survey_id: int, code: str | None) -> bool:
 class InvitationCounts:
     total: int
     used: int
+    revoked: int = 0
 
     @property
     def unused(self) -> int:
-        return self.total - self.used
+        return self.total - self.used - self.revoked
 
 
 def invitation_counts(session: Session, survey: Survey) -> InvitationCounts:
-    """How many codes the survey has and how many were used, counted by the database."""
+    """How many codes the survey has, how many were used and how many revoked, counted by the database."""
     rows = session.execute(
-        select(Invitation.used, func.count()).where(Invitation.survey_id == survey.id).group_by(Invitation.used)
+        select(Invitation.used, Invitation.revoked, func.count())
+        .where(Invitation.survey_id == survey.id)
+        .group_by(Invitation.used, Invitation.revoked)
     )
-    by_used = {bool(used): count for used, count in rows}
-    return InvitationCounts(total=sum(by_used.values()), used=by_used.get(True, 0))
+    counts = {(bool(used), bool(revoked)): count for used, revoked, count in rows}
+    return InvitationCounts(
+        total=sum(counts.values()),
+        used=counts.get((True, False), 0),
+        revoked=sum(count for (_, revoked), count in counts.items() if revoked),
+    )
+
+
+#: Codes listed on one page of the management page.
+CODES_PER_PAGE = 100
+#: Codes on one printed sheet set (the print page pages through more).
+CODES_PER_PRINT = 500
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    """One code as the organizers see it: the code and its state, never what it admitted."""
+
+    code: str
+    state: str  # "unused", "used" or "revoked"
+
+    @property
+    def shown(self) -> str:
+        return shown(self.code)
+
+
+def _state(used: bool, revoked: bool) -> str:
+    return "revoked" if revoked else ("used" if used else "unused")
+
+
+def code_rows(
+    session: Session, survey: Survey, *, page: int = 1, per_page: int = CODES_PER_PAGE, unused_only: bool = False
+) -> list[CodeRow]:
+    """One page (from 1) of the survey's codes, in the order they were made."""
+    query = select(Invitation.code, Invitation.used, Invitation.revoked).where(Invitation.survey_id == survey.id)
+    if unused_only:
+        query = query.where(Invitation.used.is_(False))
+    query = query.order_by(Invitation.id).offset((max(page, 1) - 1) * per_page).limit(per_page)
+    return [CodeRow(code, _state(used, revoked)) for code, used, revoked in session.execute(query)]
+
+
+def revoke(session: Session, survey: Survey, code: str | None) -> str:
+    """Withdraw an unused code of ``survey``; it admits nobody from now on. Returns the code.
+
+    One conditional UPDATE, like the claim: a code claimed by a submission a moment earlier is not
+    revoked, and the organizer is told it was used.
+    """
+    code = normalize(code)
+    row = session.scalar(select(Invitation).where(Invitation.survey_id == survey.id, Invitation.code == code))
+    if row is None:
+        raise NotFound("This survey has no such invitation code.", path=("code",))
+    result = session.execute(
+        update(Invitation)
+        .where(Invitation.id == row.id, Invitation.used.is_(False))
+        .values(used=True, revoked=True)
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        session.refresh(row)
+        if row.revoked:
+            raise Conflict(f"The code {shown(code)} was revoked already.", path=("code",))
+        raise Conflict(
+            f"The code {shown(code)} has been used, so it admits nothing more; a used code cannot be revoked "
+            "(the answers it admitted stay, and nothing links them to it).",
+            path=("code",),
+        )
+    return code
+
+
+def revoke_unused(session: Session, survey: Survey) -> int:
+    """Withdraw every unused code of ``survey``; how many were withdrawn."""
+    result = session.execute(
+        update(Invitation)
+        .where(Invitation.survey_id == survey.id, Invitation.used.is_(False))
+        .values(used=True, revoked=True)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount
 
 
 def invitations_csv(session: Session, survey: Survey, link_for: Callable[[str], str]) -> Iterator[str]:
-    """The survey's codes as CSV lines ``code,link,used``, streamed in the order they were made.
+    """The survey's codes as CSV lines ``code,link,used,revoked``, streamed in the order they were made.
 
     ``link_for`` turns a code into the respondent's link (the view knows the host; this module does
     not). The rows carry no time, because the codes have none. Written through
     :class:`survey.domain.csvfile.CsvTable`, like every CSV, so no cell can run as a spreadsheet formula.
     """
-    table = CsvTable([("code", "text"), ("link", "text"), ("used", "text")])
+    table = CsvTable([("code", "text"), ("link", "text"), ("used", "text"), ("revoked", "text")])
     yield table.header()
     rows = session.execute(
-        select(Invitation.code, Invitation.used)
+        select(Invitation.code, Invitation.used, Invitation.revoked)
         .where(Invitation.survey_id == survey.id)
         .order_by(Invitation.id)
         .execution_options(yield_per=1000)
     )
-    for code, used in rows:
-        yield table.row([code, link_for(code), "yes" if used else "no"])
+    for code, used, revoked in rows:
+        yield table.row([code, link_for(code), "yes" if used and not revoked else "no", "yes" if revoked else "no"])

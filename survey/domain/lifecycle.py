@@ -1,8 +1,13 @@
-"""A survey's life: draft → open → closed (and reopened), plus duplicating and dates.
+"""A survey's life: draft → open → closed (and reopened) → archived, plus duplicating, dates and the
+survey's address.
 
 Opening freezes the designs: from then on respondents' reports exist under each question's
 matrix, and estimates must never mix reports made under different matrices. Texts may still be
 corrected; to change a design, duplicate the survey.
+
+Only the owner may throw work away or put it out of sight: delete a draft (nothing was answered
+yet, so nothing but the draft is lost), or archive a closed survey (it leaves the survey lists,
+keeps its answers and results, and accepts nothing; restoring it makes it closed again).
 """
 
 from __future__ import annotations
@@ -10,28 +15,47 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from .errors import Conflict, DomainError
+from . import validation
+from .access import OWNER, role_of
+from .errors import Conflict, DomainError, Forbidden
 from .models import ACCESS_MODES, Survey, User
 from .sharing import copy_team
 from .specs import create_survey_from_spec, survey_to_spec
+from .tallies import submission_count
 from .validation import parse_json, within_cap
+
+SLUG = ("slug",)
+SLUG_RULE = "Use 3 to 80 characters: lowercase letters a-z, digits and hyphens, not starting with a hyphen."
+SLUG_TAKEN = "This address is taken. Choose another one."
+
+
+def publish_problems(survey: Survey) -> list[str]:
+    """Why ``survey`` cannot be published now, in words (empty when it can): the publish page shows
+    them before the organizer confirms, and :func:`publish` refuses with the first."""
+    if survey.status != "draft":
+        return [f"Only a draft can be published; this survey is {survey.status}."]
+    problems = []
+    if not survey.questions:
+        problems.append("Add at least one question before publishing.")
+    total = survey.total_epsilon()
+    if not within_cap(total, survey.epsilon_cap):
+        shown = "∞" if math.isinf(total) else f"{total:.2f}"
+        problems.append(
+            f"The survey's total ε is {shown}, above its cap of {survey.epsilon_cap:.2f}. "
+            "Lower some questions' ε, remove a question, or raise the cap."
+        )
+    return problems
 
 
 def publish(survey: Survey) -> None:
     """Open a draft for submissions, freezing every design."""
-    if survey.status != "draft":
-        raise Conflict(f"Only a draft can be published; this survey is {survey.status}.")
-    if not survey.questions:
-        raise Conflict("Add at least one question before publishing.")
-    total = survey.total_epsilon()
-    if not within_cap(total, survey.epsilon_cap):
-        shown = "∞" if math.isinf(total) else f"{total:.2f}"
-        raise Conflict(
-            f"The survey's total ε is {shown}, above its cap of {survey.epsilon_cap:.2f}. "
-            "Lower some questions' ε, remove a question, or raise the cap."
-        )
+    problems = publish_problems(survey)
+    if problems:
+        raise Conflict(problems[0])
     survey.status = "open"
 
 
@@ -45,6 +69,77 @@ def reopen(survey: Survey) -> None:
     if survey.status != "closed":
         raise Conflict(f"Only a closed survey can be reopened; this survey is {survey.status}.")
     survey.status = "open"
+
+
+def _check_owner(survey: Survey, actor: User, what: str) -> None:
+    if role_of(actor, survey) != OWNER:
+        raise Forbidden(f"Only the survey's owner can {what}.")
+
+
+def archive(survey: Survey, actor: User) -> None:
+    """Put a closed survey out of the lists (owner only); its answers and results stay as they are."""
+    _check_owner(survey, actor, "archive it")
+    if survey.status != "closed":
+        raise Conflict(f"Only a closed survey can be archived; this survey is {survey.status}. Close it first.")
+    survey.status = "archived"
+
+
+def unarchive(survey: Survey, actor: User) -> None:
+    """Bring an archived survey back to the lists, closed (owner only)."""
+    _check_owner(survey, actor, "restore it")
+    if survey.status != "archived":
+        raise Conflict(f"Only an archived survey can be restored; this survey is {survey.status}.")
+    survey.status = "closed"
+
+
+def delete_draft(session: Session, survey: Survey, actor: User) -> str:
+    """Delete a draft with its questions, invitation codes and team (owner only); its title.
+
+    A draft never accepted an answer; the check on the stored count is a second lock, so that no
+    survey with answers can be deleted whatever its state says.
+    """
+    _check_owner(survey, actor, "delete it")
+    if not survey.is_draft:
+        raise Conflict(
+            f"Only a draft can be deleted; this survey is {survey.status}, and its answers are kept. "
+            "Close it and archive it to put it out of the list."
+        )
+    if submission_count(session, survey):
+        raise Conflict("This survey has answers, so it cannot be deleted.")
+    title = survey.title
+    session.delete(survey)
+    return title
+
+
+def slug_problem(session: Session, slug: str, survey: Survey | None = None) -> str | None:
+    """Why ``slug`` cannot be the address of ``survey`` (None when it can).
+
+    Whose survey holds a taken address is not said, nor whether it is a draft: only that it is
+    taken, which any attempt to use it would show anyway.
+    """
+    if not validation.is_slug(slug):
+        return SLUG_RULE
+    holder = session.scalar(select(Survey.id).where(Survey.slug == slug))
+    if holder is not None and (survey is None or holder != survey.id):
+        return SLUG_TAKEN
+    return None
+
+
+def set_slug(session: Session, survey: Survey, slug: str) -> None:
+    """Give a draft the address ``slug`` (``/s/<slug>``). A published survey keeps its address:
+    its link has been sent, and changing it would break every copy."""
+    if not survey.is_draft:
+        raise Conflict("The address of a published survey cannot change: its link may have been sent already.")
+    slug = (slug or "").strip().lower()
+    problem = slug_problem(session, slug, survey)
+    if problem:
+        raise DomainError(problem, path=SLUG)
+    survey.slug = slug
+    try:
+        with session.begin_nested():  # another organizer may have taken it a moment ago
+            session.flush()
+    except IntegrityError:
+        raise DomainError(SLUG_TAKEN, path=SLUG) from None
 
 
 def set_dates(survey: Survey, opens_on: dt.date | None, closes_on: dt.date | None) -> None:

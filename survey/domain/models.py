@@ -37,7 +37,9 @@ from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
 KINDS = ("yes_no", "choice", "direct", "number")
 #: Kinds asked plainly (not randomized, not protected): a choice of options, or a whole number.
 DIRECT_KINDS = ("direct", "number")
-STATUSES = ("draft", "open", "closed")
+STATUSES = ("draft", "open", "closed", "archived")
+#: The states a spec may ask for (a survey is archived by its owner, never created so).
+SPEC_STATUSES = ("draft", "open", "closed")
 ACCESS_MODES = ("link", "invitation")
 ROLES = ("organizer", "researcher")
 
@@ -50,7 +52,7 @@ def accepting_on(status: str, opens_on: dt.date | None, closes_on: dt.date | Non
     """Whether a survey in this state accepts a submission made on ``day``, and if not, why (in words)."""
     if status == "draft":
         return False, "This survey is not published yet."
-    if status == "closed":
+    if status in ("closed", "archived"):
         return False, "This survey is closed and no longer accepts answers."
     if opens_on is not None and day < opens_on:
         return False, f"This survey opens on {opens_on.isoformat()}."
@@ -148,6 +150,10 @@ class Survey(Base):
     def is_draft(self) -> bool:
         return self.status == "draft"
 
+    @property
+    def is_archived(self) -> bool:
+        return self.status == "archived"
+
     def accepting_on(self, day: dt.date) -> tuple[bool, str]:
         """Whether a submission made on ``day`` is accepted, and if not, why (in words)."""
         return accepting_on(self.status, self.opens_on, self.closes_on, day)
@@ -209,6 +215,8 @@ class Invitation(Base):
 
     It records only *that* it was used: not when, and not which submission it admitted (the
     submission row has no reference to it either), so codes cannot be lined up with responses.
+    A code the organizers revoked is ``revoked`` and also ``used``, so that the one conditional
+    UPDATE that claims a code (``... AND used = false``) refuses it without knowing of revoking.
     """
 
     __tablename__ = "invitations"
@@ -217,6 +225,7 @@ class Invitation(Base):
     survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
     code: Mapped[str] = mapped_column(String(40), unique=True)
     used: Mapped[bool] = mapped_column(Boolean, default=False)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     survey: Mapped[Survey] = relationship(back_populates="invitations")
 
@@ -299,18 +308,28 @@ class Design(Base):
     matrix: Mapped[list[list[float]]] = mapped_column(JSON)
     #: None when ε is infinite (one-sided deniability).
     epsilon: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: The privacy level as the organizer gave it, when that is not ``parameters``: a design set by
+    #: its ε (``{"epsilon": 1.5}``) is built, stored and estimated from the parameters that ε gives,
+    #: and exported in the spec as it was set. None otherwise.
+    given: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
 
     question: Mapped[Question] = relationship(back_populates="design")
 
     @classmethod
-    def from_mechanism(cls, mechanism: Mechanism) -> Design:
+    def from_mechanism(cls, mechanism: Mechanism, privacy: dict[str, Any] | None = None) -> Design:
+        """The stored design of ``mechanism``; ``privacy`` (the spec's object it was made from) is kept
+        as :attr:`given` when it set the level by ε, which only designs that accept ε in a spec can."""
         spec = mechanism.to_dict()
-        return cls(
+        design = cls(
             mechanism_name=mechanism.design,
             parameters={k: v for k, v in spec.items() if k not in ("design", "labels", "matrix", "epsilon")},
             matrix=spec["matrix"],
             epsilon=spec["epsilon"],
         )
+        if privacy is not None and "epsilon" in privacy:
+            design.given = {k: v for k, v in privacy.items() if k not in ("design", "allow_one_sided")}
+            design.given["epsilon"] = float(design.given["epsilon"])
+        return design
 
     def mechanism(self) -> Mechanism:
         return mechanism_from_dict(

@@ -172,6 +172,41 @@ def chosen_design(params: Mapping[str, Any]) -> Design:
     return design
 
 
+def chosen_set_by(params: Mapping[str, Any], design: Design) -> str:
+    """The input the level is set by: ``set_by`` when given (the builder says which one the organizer
+    types into, so that a blank one is "type it" at that input, not a riddle about two inputs);
+    otherwise the one of ε and the level input that is filled in, and exactly one must be."""
+    level = design.level.field
+    named = str(params.get("set_by") or "")
+    if named:
+        if named not in (EPSILON.name, level):
+            raise HERE.error(f"set the privacy level by epsilon or {level}, got {named!r}", "privacy")
+        return named
+    has_eps, has_level = not validation.is_blank(params.get("epsilon")), not validation.is_blank(params.get(level))
+    if has_eps == has_level:
+        raise HERE.error(f"give exactly one of epsilon and {level}", "privacy", "epsilon")
+    return EPSILON.name if has_eps else level
+
+
+def plain_message(error: DomainError, design: Design | None, typed: Mapping[str, Any]) -> str:
+    """The builder's words for ``error``: what the input at fault must hold, from the registry's
+    :attr:`~survey.privacy.designs.Parameter.rule` ("ε (epsilon) must be a number greater than 0,
+    for example 1 …"), instead of the core's precise message for a spec's reader ("epsilon must
+    be a finite number greater than 0, got 0.0"). ``typed`` holds what was typed, by input name:
+    a blank input is asked for. Errors about no single parameter keep their message."""
+    path = error.path[2:] if error.path[:1] == ("questions",) else error.path
+    if design is None or len(path) < 2 or path[0] != "privacy" or not isinstance(path[1], str):
+        return error.message
+    parameter = design.parameter(path[1])
+    if parameter is None:
+        return error.message
+    label = parameter.label
+    named = label if label.startswith("ε") else "the " + re.sub(r"^(\W?)(\w)", lambda m: m[1] + m[2].lower(), label)
+    if validation.is_blank(typed.get(parameter.field)):
+        return f"Type {named}: {parameter.rule}."
+    return f"{named if named.startswith('ε') else named[:1].upper() + named[1:]} must be {parameter.rule}."
+
+
 def preview(params: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the builder shows beside a question's privacy inputs, as a JSON-ready dict.
 
@@ -191,11 +226,7 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
     )
     if k < 2:
         raise HERE.error("a choice question needs at least 2 options: type them one per line", "options")
-    level = design.level.field
-    has_eps, has_level = not validation.is_blank(params.get("epsilon")), not validation.is_blank(params.get(level))
-    if has_eps == has_level:
-        raise HERE.error(f"give exactly one of epsilon and {level}", "privacy", "epsilon")
-    set_by = EPSILON.name if has_eps else level
+    set_by = chosen_set_by(params, design)
     n = _whole(params.get("n"), DEFAULT_RESPONDENTS, HERE, "n", low=1, high=MAX_RESPONDENTS, what="n")
     margin = _margin(params.get("margin"))
     allowed = _flag(params.get("allow_one_sided"))
@@ -253,10 +284,17 @@ def _derived(mechanism: Mechanism, set_by: str) -> dict[str, Any]:
         return {"name": field, "value": value, "text": f"→ {label} {shown}", "input": input_text(value)}
     eps = mechanism.epsilon
     infinite = math.isinf(eps)
+    design = DESIGNS.get(mechanism.design)
+    source = ""
+    if design is not None and design.level.name in mechanism.parameters:
+        typed = mechanism.parameters[design.level.name]
+        shown = ", ".join(probability_text(v) for v in typed) if isinstance(typed, list) else probability_text(typed)
+        source = f"(from the {design.level.label.lower()} {shown})"
     return {
         "name": EPSILON.name,
         "value": None if infinite else eps,
-        "text": f"→ ε = {epsilon_text(eps)}",
+        # ε itself is shown beside this: the words say what it follows from, not ε a second time
+        "text": source or f"→ ε = {epsilon_text(eps)}",
         "input": "" if infinite else input_text(eps),
     }
 
@@ -297,8 +335,17 @@ def describe(
 
 
 def error_json(error: DomainError, params: Mapping[str, Any]) -> dict[str, Any]:
-    """A refused preview as JSON: the error, its status and path, and the input it belongs to."""
+    """A refused preview as JSON: the error (the precise words of the spec's checks), its status and
+    path, the input it belongs to, and ``message``: what the builder shows, in plain words
+    (:func:`plain_message`)."""
     design = DESIGNS.get(str(params.get("design") or ""))
     level = design.level.field if design is not None else "truth_probability"
-    set_by = EPSILON.name if not validation.is_blank(params.get(EPSILON.name)) else level
-    return {"ok": False, "field": input_for(error.path, design, set_by), **error.to_json()}
+    set_by = str(params.get("set_by") or "")
+    if set_by not in (EPSILON.name, level):
+        set_by = EPSILON.name if not validation.is_blank(params.get(EPSILON.name)) else level
+    return {
+        "ok": False,
+        "field": input_for(error.path, design, set_by),
+        "message": plain_message(error, design, params),
+        **error.to_json(),
+    }

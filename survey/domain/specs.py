@@ -28,7 +28,7 @@ from survey.privacy.mechanisms import ParameterError
 
 from . import validation
 from .errors import DomainError
-from .models import ACCESS_MODES, KINDS, STATUSES, Design, Option, Question, Survey, User
+from .models import ACCESS_MODES, KINDS, SPEC_STATUSES, Design, Option, Question, Survey, User
 from .planning import (
     EPSILON_CAP_RULE,
     MAX_RESPONDENTS,
@@ -214,7 +214,8 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         if raw.get("privacy") is not None:
             raise place.error("a direct question is asked plainly and has no privacy settings", "privacy")
     else:
-        question.design = Design.from_mechanism(build_mechanism(kind, labels, raw.get("privacy"), place))
+        privacy = raw.get("privacy")
+        question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
 
     truth = raw.get("simulated_truth")
     if truth is not None:
@@ -264,7 +265,11 @@ def _number_question(
 
 
 def _slug(session: Session, title: str) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:50] or "survey"
+    """An address made from the title: the title itself where it is free, otherwise with a random
+    suffix (the organizer may choose another while the survey is a draft)."""
+    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:50].strip("-") or "survey"
+    if validation.is_slug(base) and session.scalar(select(Survey.id).where(Survey.slug == base)) is None:
+        return base
     while True:
         slug = f"{base}-{secrets.token_hex(3)}"
         if session.scalar(select(Survey.id).where(Survey.slug == slug)) is None:
@@ -295,8 +300,8 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     _unknown(spec, SURVEY_FIELDS, SURVEY)
     texts = survey_texts(spec)
     status = spec.get("status", "open")
-    if status not in STATUSES:
-        raise SURVEY.error(f"must be one of {', '.join(STATUSES)}", "status")
+    if status not in SPEC_STATUSES:
+        raise SURVEY.error(f"must be one of {', '.join(SPEC_STATUSES)}", "status")
     raw_questions = spec.get("questions", [] if status == "draft" else None)
     least = 0 if status == "draft" else 1
     if not isinstance(raw_questions, list) or not least <= len(raw_questions) <= MAX_QUESTIONS:
@@ -361,7 +366,11 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     elif question.kind != "yes_no":
         item["options"] = question.labels
     if question.design is not None:
-        item["privacy"] = {"design": question.design.mechanism_name, **question.design.parameters}
+        # as the organizer set it: by ε where they gave ε, otherwise by the design's parameters
+        item["privacy"] = {
+            "design": question.design.mechanism_name,
+            **(question.design.given or question.design.parameters),
+        }
         if question.design.epsilon is None:
             item["privacy"]["allow_one_sided"] = True
     return item

@@ -243,6 +243,7 @@ def record_submission(
             state = _refuse_if_closed(session, form.survey_id, day)
             if state.access == access:
                 if code is not None:
+                    check_code(session, form.survey_id, invitation)  # revoked meanwhile: say so
                     raise Forbidden(USED_MESSAGE, path=INVITATION)
                 break
             access = state.access  # switched between link and invitation: once more, the new way

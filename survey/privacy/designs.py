@@ -77,6 +77,8 @@ class Parameter:
     #: The builder's and preview's name for it, when not ``name``.
     input: str | None = None
     per_option: bool = False
+    #: What a valid value is, in plain words that follow "must be" (the builder's messages).
+    rule: str = "a number from 0 to 1"
 
     @property
     def field(self) -> str:
@@ -98,6 +100,7 @@ EPSILON = Parameter(
     high=math.inf,
     low_open=True,
     high_open=True,
+    rule="a number greater than 0, for example 1 (smaller is more private, larger is more precise)",
 )
 
 
@@ -235,6 +238,7 @@ DESIGNS: dict[str, Design] = {
                 "Truth probability",
                 "The chance that the first coin says “send the true answer”.",
                 low_open=True,
+                rule="a number above 0 and at most 1, for example 0.5",
             ),
             others=(
                 Parameter(
@@ -242,6 +246,8 @@ DESIGNS: dict[str, Design] = {
                     "Forced “yes” probability",
                     "When the first coin says “don't”, the chance that “yes” is sent. 0.5 protects both answers.",
                     default=0.5,
+                    rule="a number from 0 to 1, for example 0.5 (0 or 1 protects only one answer, so such a "
+                    "design cannot be set by ε: set it by its truth probability)",
                 ),
             ),
             build=lambda s, labels: CoinFlip(s.get(TRUTH), s.get("yes_probability")),
@@ -258,6 +264,8 @@ DESIGNS: dict[str, Design] = {
                 "Truth probability",
                 "The chance that the true answer is sent (otherwise the opposite one); not 0.5.",
                 input=TRUTH,
+                rule="a number from 0 to 1 other than 0.5, for example 0.75 (at 0.5 what is sent says "
+                "nothing about the answer; at 0 or 1 it reveals the answer)",
             ),
             others=(),
             build=lambda s, labels: Warner(s.get("p")),
@@ -275,6 +283,7 @@ DESIGNS: dict[str, Design] = {
                 "Sensitive-question probability",
                 "The chance that the true answer is sent; otherwise the browser answers the unrelated question.",
                 low_open=True,
+                rule="a number above 0 and at most 1, for example 0.7",
             ),
             others=(
                 Parameter(
@@ -282,6 +291,8 @@ DESIGNS: dict[str, Design] = {
                     "“Yes” rate of the unrelated question",
                     "How often the innocuous question is answered “yes”, known in advance (for example 1/12 "
                     "for “were you born in April?”, written 0.0833).",
+                    rule="a number from 0 to 1, for example 0.0833 (0 or 1 protects only one answer, so such a "
+                    "design cannot be set by ε: set it by its sensitive-question probability)",
                 ),
             ),
             build=lambda s, labels: UnrelatedQuestion(s.get("sensitive_probability"), s.get("unrelated_yes_rate")),
@@ -297,6 +308,8 @@ DESIGNS: dict[str, Design] = {
                 TRUTH,
                 "Truth probability",
                 "The chance that the browser sends the true answer; above 1 divided by the number of options.",
+                rule="a number above 1 divided by the number of options (above 0.5 for yes / no) and at most 1, "
+                "for example 0.75",
             ),
             others=(),
             build=_grr,
@@ -316,6 +329,8 @@ DESIGNS: dict[str, Design] = {
                 "(for example 0.1, 0.1, 0.1); together below 1. Set by ε, every option gets the same chance.",
                 high_open=True,
                 per_option=True,
+                rule="one number from 0 to 1 per option, separated by commas and together below 1, for example "
+                "0.1, 0.1, 0.1",
             ),
             others=(),
             build=lambda s, labels: ForcedResponse(s.get("forced", ()), labels=labels),

@@ -95,6 +95,7 @@
       margin: form.dataset.margin,
       allow_one_sided: value("allow_one_sided")
     });
+    query.set("set_by", way);
     query.set(way, value(way));
     form.querySelectorAll("[data-input]:not([data-level])").forEach(function (el) {
       if (forDesign(el, design)) query.set(el.dataset.input, value(el.dataset.input));
@@ -102,14 +103,51 @@
     return query;
   }
 
-  function showError(message) {
-    setText("error", message);
+  /* The input an error is about is marked invalid and described by the error; the level input the
+   * organizer did not type into is emptied, since it followed from a value that is refused now. */
+  var invalid = null;
+
+  function markInvalid(name) {
+    if (invalid) {
+      invalid.removeAttribute("aria-invalid");
+      var ids = (invalid.getAttribute("aria-describedby") || "").split(" ").filter(function (id) {
+        return id && id !== "preview-error";
+      });
+      if (ids.length) invalid.setAttribute("aria-describedby", ids.join(" "));
+      else invalid.removeAttribute("aria-describedby");
+      invalid.closest(".field") && invalid.closest(".field").classList.remove("has-error");
+      invalid = null;
+    }
+    var input = name ? form.elements.namedItem(name) : null;
+    if (!input || input instanceof RadioNodeList) return;
+    input.setAttribute("aria-invalid", "true");
+    var described = (input.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+    if (described.indexOf("preview-error") < 0) described.push("preview-error");
+    input.setAttribute("aria-describedby", described.join(" "));
+    input.closest(".field") && input.closest(".field").classList.add("has-error");
+    invalid = input;
+  }
+
+  function clearDerived() {
+    var way = setBy(value("design"));
+    form.querySelectorAll("[data-level][data-input]").forEach(function (el) {
+      if (el.dataset.input !== way && !el.hidden) form.elements.namedItem(el.dataset.input).value = "";
+    });
+  }
+
+  function showError(data) {
+    setText("error", data.message || data.error);
     piece("error").hidden = false;
     piece("figures").hidden = true;
+    if (data.field) {
+      markInvalid(data.field);
+      clearDerived();
+    }
   }
 
   function show(data) {
     piece("error").hidden = true;
+    markInvalid(null);
     setText("epsilon", data.epsilon_text);
     setText("derived", data.derived.text);
     setText("margin", data.margin_text);
@@ -139,10 +177,12 @@
       .then(function (data) {
         if (ticket !== latest) return; /* a newer request is on its way */
         if (data.ok) show(data);
-        else showError(data.error);
+        else showError(data);
       })
       .catch(function () {
-        if (ticket === latest) showError("The preview could not be updated; the server will check the values when you save.");
+        if (ticket === latest) {
+          showError({ message: "The preview could not be updated; the server will check the values when you save." });
+        }
       })
       .then(function () {
         if (ticket === latest) region.removeAttribute("aria-busy");

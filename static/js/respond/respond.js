@@ -20,6 +20,8 @@
   var fieldsets = Array.prototype.slice.call(form.querySelectorAll("fieldset.question"));
   var memo = window.SurveyMemo || null;
   var sending = false;
+  // An organizer's preview (data-preview): the page works, but nothing can be sent from it.
+  var preview = form.hasAttribute("data-preview");
 
   // Group each question's true-answer radios (arrow keys, one choice) inside the never-sent form.
   fieldsets.forEach(function (fieldset) {
@@ -137,7 +139,7 @@
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    if (sending) {
+    if (sending || preview) {
       return; // a second press while the first is being randomized or sent
     }
     var missing = [];
@@ -196,7 +198,7 @@
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
       sending = false;
-      button.disabled = false;
+      button.disabled = preview;
       form.querySelectorAll("input[data-reported-for]").forEach(function (field) {
         field.value = "";
         field.disabled = true;
@@ -204,5 +206,5 @@
     }
   });
 
-  button.disabled = false;
+  button.disabled = preview;
 })();

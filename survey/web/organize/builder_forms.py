@@ -26,7 +26,7 @@ from wtforms.fields.choices import SelectChoice
 
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Question, Survey
-from survey.domain.preview import chosen_design, input_for, privacy_settings
+from survey.domain.preview import chosen_design, input_for, plain_message, privacy_settings
 from survey.domain.validation import loose_number
 from survey.privacy.designs import DESIGNS, EPSILON, Design
 
@@ -227,6 +227,9 @@ class QuestionForm(BuilderForm):
             data["epsilon"] = "" if stored.epsilon is None else f"{stored.epsilon:.4g}"
             data["allow_one_sided"] = stored.epsilon is None
             data["set_by"] = design.level.field
+            if stored.given and EPSILON.name in stored.given:  # set by its ε: shown as it was set
+                data["set_by"] = EPSILON.name
+                data["epsilon"] = _exact(stored.given[EPSILON.name])
             for parameter in design.parameters:
                 if parameter.name in stored.parameters:
                     data[parameter.field] = _exact(stored.parameters[parameter.name])
@@ -316,6 +319,7 @@ class QuestionForm(BuilderForm):
             "design": self.design.data,
             "kind": self.kind.data,
             "k": self._k(),
+            "set_by": set_by,
             set_by: self[set_by].data,
             "n": n,
             "margin": margin,
@@ -345,6 +349,22 @@ class QuestionForm(BuilderForm):
         return super().field_for(path)
 
     def message_for(self, error: DomainError, field: str | None) -> str:
+        """Plain words next to the input: what a privacy parameter must be (the registry's rule),
+        not the spec's precise message, which an imported spec's reader gets."""
         if field == "allow_one_sided":
             return ONE_SIDED_MESSAGE
+        if field is not None and field in self._fields:
+            typed = {name: self[name].data for name in self._fields}
+            return plain_message(error, self.chosen, typed)
         return super().message_for(error, field)
+
+    def clear_derived(self) -> None:
+        """Empty the level input the organizer did not type into (ε, or the design's level input):
+        it showed the value that followed from the last valid setting, and is stale once the typed
+        one is refused."""
+        design = self.chosen
+        if design is None:
+            return
+        for name in (EPSILON.name, design.level.field):
+            if name != self.chosen_set_by and name in self._fields:
+                self[name].data = ""

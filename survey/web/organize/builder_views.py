@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from flask import abort, jsonify, render_template, request
+from flask import abort, jsonify, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 
@@ -151,6 +151,10 @@ def _form_preview(form: QuestionForm, survey: Survey, question: Question | None)
         return error_json(error, params)
 
 
+def frozen_form(survey: Survey) -> bool:
+    return not survey.is_draft
+
+
 def _render_question(
     survey: Survey, question: Question | None, form: QuestionForm, *, alert: str | None = None, status: int = 200
 ):
@@ -159,6 +163,10 @@ def _render_question(
     if shown and shown["ok"] and shown["derived"]["input"]:
         # Show the parameter that follows in its own (read-only with JavaScript) input as well.
         form[shown["derived"]["name"]].data = shown["derived"]["input"]
+    elif shown and not shown["ok"] and not frozen_form(survey):
+        form.clear_derived()  # it followed from a value that is refused now
+        if shown["field"] in form._fields and not form[shown["field"]].errors:
+            form.add_error(shown["field"], shown["message"])  # marked invalid, with the preview's words
     return (
         render_template(
             "organize/question.html",
@@ -232,11 +240,33 @@ def edit_question(slug: str, key: str):
     return _save_question(survey, question, form)
 
 
-@bp.post("/surveys/<slug>/questions/<key>/delete")
+@bp.route("/surveys/<slug>/questions/<key>/delete", methods=["GET", "POST"])
 @login_required
 def delete_question(slug: str, key: str):
+    """GET: what deleting the question loses, and the button that does it; POST: delete it."""
     survey = _editable(slug)
     question = _question_or_404(survey, key)
+    if request.method == "GET":
+        if not survey.is_draft:
+            return _render_build(survey, alert=Frozen().message, status=409)
+        points = [
+            f"Its text{', its options' if question.kind != 'yes_no' else ''} and its privacy settings are deleted. "
+            "This cannot be undone.",
+            "The draft has no answers yet, so no answers are lost.",
+        ]
+        if question.design is not None:
+            points.append("The survey's total ε goes down by this question's ε.")
+        return render_template(
+            "organize/confirm.html",
+            survey=survey,
+            title=f"Delete question {question.position + 1}, “{question.text[:80]}”?",
+            action=url_for("organize.delete_question", slug=slug, key=key),
+            button="Delete the question",
+            points=points,
+            danger=True,
+            fields={},
+            cancel=url_for("organize.build", slug=slug, _anchor=f"item-{key}"),
+        )
     return commit_or_refuse(  # its only field is the CSRF token, which CSRFProtect has checked before this runs
         lambda: builder.delete_question(survey, question),
         done=lambda _: _to_build(survey, "Question deleted."),

@@ -78,6 +78,16 @@ class AddMemberForm(FormErrors, FlaskForm):
     )
 
 
+class RevokeForm(FlaskForm):
+    code = StringField(validators=[DataRequired("Choose a code to revoke."), Length(max=60)])
+
+
+class AddressForm(FormErrors, FlaskForm):
+    default_field = "slug"
+
+    slug = StringField("The survey's address", validators=[Length(max=200)])
+
+
 class RemoveMemberForm(FlaskForm):
     user_id = IntegerField(validators=[InputRequired()])
 

@@ -15,6 +15,7 @@ from typing import Any
 from flask import (
     Response,
     abort,
+    jsonify,
     render_template,
     request,
     stream_with_context,
@@ -24,9 +25,20 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 
 from survey.domain import lifecycle
-from survey.domain.access import survey_for
+from survey.domain.access import OWNER, survey_for
 from survey.domain.errors import DomainError, NotFound
-from survey.domain.invitations import generate_codes, invitation_counts, invitations_csv
+from survey.domain.invitations import (
+    CODES_PER_PAGE,
+    CODES_PER_PRINT,
+    code_rows,
+    generate_codes,
+    invitation_counts,
+    invitations_csv,
+    normalize,
+    revoke,
+    revoke_unused,
+    shown,
+)
 from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Membership, Survey
 from survey.domain.sharing import (
@@ -43,18 +55,21 @@ from survey.domain.specs import survey_to_spec
 from survey.domain.tallies import submission_count
 from survey.domain.wording import epsilon_text
 from survey.platform.extensions import csrf, db
+from survey.privacy.designs import design_name
 
 from ..common import commit_or_refuse, me, see_other
 from . import bp
 from .manage_forms import (
     AccessForm,
     AddMemberForm,
+    AddressForm,
     AutoCloseForm,
     DatesForm,
     ImportForm,
     InvitationsForm,
     PasswordForm,
     RemoveMemberForm,
+    RevokeForm,
 )
 
 #: A spec is far larger than a submission (the app-wide request limit is sized for those).
@@ -75,7 +90,15 @@ def _no_store(response: Response) -> Response:
 # -- the management page ---------------------------------------------------------------------------
 
 
-def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "", **forms: Any):
+def _page_number() -> int:
+    """``?page=`` as a page number from 1 (anything else is the first page)."""
+    try:
+        return max(1, int(request.args.get("page", "1")))
+    except ValueError:
+        return 1
+
+
+def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "", codes_error: str = "", **forms: Any):
     """The management page; ``forms`` replaces the blank form of the section a refused post came from."""
     blank: dict[str, Any] = {
         "dates_form": DatesForm(formdata=None, data={"opens_on": survey.opens_on, "closes_on": survey.closes_on}),
@@ -83,16 +106,26 @@ def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "
         "auto_close_form": AutoCloseForm(formdata=None, data={"auto_close": survey.auto_close}),
         "invitations_form": InvitationsForm(formdata=None),
         "member_form": AddMemberForm(formdata=None),
+        "address_form": AddressForm(formdata=None, data={"slug": survey.slug}),
         "members_error": "",
     }
     blank.update(forms)
+    counts = invitation_counts(db.session, survey)
+    page = _page_number()
+    pages = max(1, -(-counts.total // CODES_PER_PAGE))
     return render_template(
         "organize/share.html",
         survey=survey,
         access=survey_access(me(), survey),
+        is_owner=survey_access(me(), survey).role == OWNER,
         members=members(survey),
         role_labels=ROLE_LABELS,
-        counts=invitation_counts(db.session, survey),
+        counts=counts,
+        codes=code_rows(db.session, survey, page=min(page, pages)),
+        codes_page=min(page, pages),
+        codes_pages=pages,
+        codes_error=codes_error,
+        survey_link=url_for("respond.show", slug=survey.slug, _external=True),
         submissions=submission_count(db.session, survey),
         total_epsilon=epsilon_text(survey.total_epsilon()),
         cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
@@ -118,9 +151,62 @@ def _transition(slug: str, change: Callable[[Survey], None], done: str):
     )
 
 
-@bp.post("/surveys/<slug>/publish")
+def _confirm(
+    survey: Survey,
+    *,
+    title: str,
+    action: str,
+    button: str,
+    points: list[str],
+    danger: bool = True,
+    fields: dict[str, str] | None = None,
+    cancel: str | None = None,
+):
+    """A confirmation page: what the action will do, and one button (a form post with its CSRF token)
+    that does it. It works without JavaScript, and nothing happens until the button is pressed."""
+    return render_template(
+        "organize/confirm.html",
+        survey=survey,
+        title=title,
+        action=action,
+        button=button,
+        points=points,
+        danger=danger,
+        fields=fields or {},
+        cancel=cancel or url_for("organize.share", slug=survey.slug, _anchor="state"),
+    )
+
+
+def _owner_only(survey: Survey, what: str):
+    """The management page with the reason (403) when the signed-in user does not own ``survey``."""
+    if survey_access(me(), survey).role != OWNER:
+        return _render_share(survey, 403, lifecycle_error=f"Only the survey's owner can {what}.")
+    return None
+
+
+@bp.route("/surveys/<slug>/publish", methods=["GET", "POST"])
 @login_required
 def publish(slug: str):
+    """GET: what publishing freezes, question by question, and what still stops it; POST: publish."""
+    if request.method == "GET":
+        survey = _editable(slug)
+        questions = [
+            {
+                "question": q,
+                "design": design_name(q.design.mechanism_name) if q.design else None,
+                "epsilon": epsilon_text(q.mechanism().epsilon) if q.design else None,
+            }
+            for q in survey.questions
+        ]
+        return render_template(
+            "organize/publish.html",
+            survey=survey,
+            questions=questions,
+            problems=lifecycle.publish_problems(survey),
+            total_epsilon=epsilon_text(survey.total_epsilon()),
+            cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
+            survey_link=url_for("respond.show", slug=survey.slug, _external=True),
+        )
     return _transition(
         slug,
         lifecycle.publish,
@@ -128,16 +214,121 @@ def publish(slug: str):
     )
 
 
-@bp.post("/surveys/<slug>/close")
+@bp.route("/surveys/<slug>/close", methods=["GET", "POST"])
 @login_required
 def close(slug: str):
-    return _transition(slug, lifecycle.close, "Closed: the survey no longer accepts answers.")
+    if request.method == "GET":
+        survey = _editable(slug)
+        return _confirm(
+            survey,
+            title="Close this survey?",
+            action=url_for("organize.close", slug=slug),
+            button="Close the survey",
+            points=[
+                "Respondents who open the link are told the survey is closed; answers sent from now on are refused.",
+                f"The {submission_count(db.session, survey):,} answers stored so far and the results stay as they are.",
+                "You can reopen it later: it then accepts answers again, under the same designs.",
+            ],
+        )
+    return _transition(slug, lifecycle.close, "Closed: the survey no longer accepts answers. Reopen it to accept more.")
 
 
 @bp.post("/surveys/<slug>/reopen")
 @login_required
 def reopen(slug: str):
     return _transition(slug, lifecycle.reopen, "Reopened: the survey accepts answers again, under the same designs.")
+
+
+@bp.route("/surveys/<slug>/archive", methods=["GET", "POST"])
+@login_required
+def archive(slug: str):
+    """The owner puts a closed survey out of the lists; its answers and results stay."""
+    survey = _editable(slug)
+    if request.method == "GET":
+        return _owner_only(survey, "archive it") or _confirm(
+            survey,
+            title="Archive this survey?",
+            action=url_for("organize.archive", slug=slug),
+            button="Archive the survey",
+            danger=False,
+            points=[
+                "It leaves your list of surveys and your team's; it stays in the archive, linked from the list.",
+                "Its answers, results and downloads are kept, and every member keeps their access to them.",
+                "It accepts no answers. You can restore it from the archive at any time (it comes back closed).",
+            ],
+        )
+    return _transition(
+        slug, lambda s: lifecycle.archive(s, me()), "Archived: the survey is out of the list; find it in the archive."
+    )
+
+
+@bp.post("/surveys/<slug>/unarchive")
+@login_required
+def unarchive(slug: str):
+    return _transition(slug, lambda s: lifecycle.unarchive(s, me()), "Restored from the archive: the survey is closed.")
+
+
+@bp.route("/surveys/<slug>/delete", methods=["GET", "POST"])
+@login_required
+def delete_survey(slug: str):
+    """The owner deletes a draft (a survey that never accepted an answer), after confirming."""
+    survey = _editable(slug)
+    if request.method == "GET":
+        return _owner_only(survey, "delete it") or _confirm(
+            survey,
+            title=f"Delete the draft “{survey.title}”?",
+            action=url_for("organize.delete_survey", slug=slug),
+            button="Delete the draft",
+            points=[
+                f"Its {len(survey.questions)} question{'' if len(survey.questions) == 1 else 's'}, their designs, "
+                "its texts and its invitation codes are deleted. This cannot be undone.",
+                "Nobody has answered it: a draft accepts no answers, so no answers are lost.",
+                "To keep a copy, download its spec first (on the management page).",
+            ],
+        )
+    return commit_or_refuse(
+        lambda: lifecycle.delete_draft(db.session, survey, me()),
+        done=lambda title: see_other("results.index", f"The draft “{title}” was deleted."),
+        refused=lambda status, error: _render_share(survey, status, lifecycle_error=error.message if error else ""),
+    )
+
+
+# -- the survey's address --------------------------------------------------------------------------
+
+
+@bp.post("/surveys/<slug>/address")
+@login_required
+def address(slug: str):
+    """A draft's address (``/s/<slug>``), chosen by its organizers."""
+    survey = _editable(slug)
+    form = AddressForm()
+    return commit_or_refuse(
+        lambda: lifecycle.set_slug(db.session, survey, form.slug.data or ""),
+        form=form,
+        done=lambda _: see_other(
+            "organize.share", f"The survey's address is now /s/{survey.slug}.", anchor="address", slug=survey.slug
+        ),
+        refused=lambda status, _: _render_share(survey, status, address_form=form),
+    )
+
+
+@bp.get("/surveys/<slug>/address/check")
+@login_required
+def check_address(slug: str):
+    """Whether ``?slug=`` could be this survey's address, as JSON, for the check while typing.
+
+    It says only "free" or "taken" (which saving would say anyway), never whose survey holds it or
+    whether that one is a draft.
+    """
+    survey = _editable(slug)
+    wanted = (request.args.get("slug") or "").strip().lower()
+    problem = lifecycle.slug_problem(db.session, wanted, survey)
+    response = jsonify(
+        slug=wanted,
+        available=problem is None,
+        message=problem or f"This address is free: {url_for('respond.show', slug=wanted, _external=True)}",
+    )
+    return _no_store(response)
 
 
 @bp.post("/surveys/<slug>/duplicate")
@@ -231,6 +422,89 @@ def invitations(slug: str):
         ),
         refused=lambda status, _: _render_share(survey, status, invitations_form=form),
     )
+
+
+@bp.route("/surveys/<slug>/invitations/revoke", methods=["GET", "POST"])
+@login_required
+def revoke_code(slug: str):
+    """Withdraw one unused code (``code``), after confirming; ``?code=`` on the confirmation page."""
+    survey = _editable(slug)
+    if request.method == "GET":
+        code = normalize(request.args.get("code"))
+        return _confirm(
+            survey,
+            title=f"Revoke the code {shown(code)}?",
+            action=url_for("organize.revoke_code", slug=slug),
+            button="Revoke the code",
+            points=[
+                "Whoever holds this code can no longer answer with it; they are told it was withdrawn.",
+                "This cannot be undone; you can make new codes at any time.",
+            ],
+            fields={"code": code},
+        )
+    form = RevokeForm()
+    return commit_or_refuse(
+        lambda: revoke(db.session, survey, form.code.data),
+        form=form,
+        done=lambda code: see_other(
+            "organize.share", f"The code {shown(code)} was revoked.", anchor="invitations", slug=slug
+        ),
+        refused=lambda status, error: _render_share(
+            survey, status, codes_error=error.message if error else "Choose a code to revoke."
+        ),
+    )
+
+
+@bp.route("/surveys/<slug>/invitations/revoke-unused", methods=["GET", "POST"])
+@login_required
+def revoke_unused_codes(slug: str):
+    survey = _editable(slug)
+    if request.method == "GET":
+        unused = invitation_counts(db.session, survey).unused
+        return _confirm(
+            survey,
+            title=f"Revoke all {unused:,} unused codes?",
+            action=url_for("organize.revoke_unused_codes", slug=slug),
+            button="Revoke every unused code",
+            points=[
+                "Nobody can answer with any of them from now on; whoever tries is told the code was withdrawn.",
+                "Codes already used stay used, and the answers they admitted stay.",
+                "This cannot be undone; you can make new codes at any time.",
+            ],
+        )
+
+    def done(n: int) -> Response:
+        return see_other(
+            "organize.share", f"{n:,} unused code{'' if n == 1 else 's'} revoked.", anchor="invitations", slug=slug
+        )
+
+    return commit_or_refuse(
+        lambda: revoke_unused(db.session, survey),
+        done=done,
+        refused=lambda status, error: _render_share(survey, status, codes_error=error.message if error else ""),
+    )
+
+
+@bp.get("/surveys/<slug>/invitations/print")
+@login_required
+def print_codes(slug: str):
+    """The unused codes as cards to print and hand out: the survey's address and one code each."""
+    survey = _editable(slug)
+    counts = invitation_counts(db.session, survey)
+    pages = max(1, -(-counts.unused // CODES_PER_PRINT))
+    page = min(_page_number(), pages)
+    response = Response(
+        render_template(
+            "organize/print_codes.html",
+            survey=survey,
+            codes=code_rows(db.session, survey, page=page, per_page=CODES_PER_PRINT, unused_only=True),
+            page=page,
+            pages=pages,
+            counts=counts,
+            survey_link=url_for("respond.show", slug=survey.slug, _external=True),
+        )
+    )
+    return _no_store(response)
 
 
 @bp.get("/surveys/<slug>/invitations.csv", endpoint="invitations_csv")

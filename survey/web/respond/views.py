@@ -4,8 +4,10 @@ import json
 from typing import Any
 
 from flask import Response, abort, current_app, g, redirect, render_template, request, url_for
+from flask_login import current_user, login_required
 from sqlalchemy import select
 
+from survey.domain.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.invitations import check_code, normalize
 from survey.domain.models import Survey, today
@@ -51,12 +53,21 @@ def _render_form(survey: Survey, error: str | None = None, status: int = 200, in
         try:
             check_code(db.session, survey.id, invitation)
         except Forbidden as refusal:
-            return render_template("respond/invitation.html", survey=survey, message=refusal.message), refusal.status
+            return _invitation_page(survey, refusal, typed=invitation)
         invitation = normalize(invitation)
     else:
         invitation = ""
     page = survey_page(survey)
     return render_template("respond/survey.html", page=page, error=error, invitation=invitation), status
+
+
+def _invitation_page(survey: Survey, refusal: Forbidden, typed: str | None = ""):
+    """Why a survey by invitation does not show its questions, and a box to type the code printed on
+    a paper invitation (it is checked like a code that came in the link)."""
+    return (
+        render_template("respond/invitation.html", survey=survey, message=refusal.message, typed=typed or ""),
+        refusal.status,
+    )
 
 
 @bp.after_request
@@ -109,7 +120,7 @@ def submit_form(slug: str):
     except DomainError as error:
         survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and isinstance(error, Forbidden):
-            return render_template("respond/invitation.html", survey=survey, message=error.message), 403
+            return _invitation_page(survey, error)
         return _render_form(survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation)
     return redirect(url_for("respond.thanks", slug=slug), code=303)
 
@@ -119,12 +130,34 @@ def thanks(slug: str):
     return render_template("respond/thanks.html", survey=_survey_or_404(slug))
 
 
+@bp.get("/s/<slug>/preview")
+@login_required
+def preview(slug: str):
+    """The respondent page exactly as respondents see it, for the survey's owner and co-organizers
+    (anyone else: 404), in any state and whatever the access: a draft before it is published, an
+    invitation-only survey without a code. Marked as a preview; nothing can be sent from it (the form
+    has no action, its button stays off, and a draft accepts no post anyway)."""
+    survey = survey_for(db.session, current_user, slug, "edit")
+    response = Response(render_template("respond/survey.html", page=survey_page(survey), invitation="", preview=True))
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
 @bp.get("/s/<slug>/privacy")
 def privacy(slug: str):
     """What is and is not protected, in plain words. A survey by invitation keeps its question texts
-    for invitees: here its questions are named by number only, and no invitation code is asked for."""
-    survey = _survey_or_404(slug)
-    return render_template("respond/privacy.html", page=survey_page(survey), show_texts=survey.access == "link")
+    for invitees: here its questions are named by number only, and no invitation code is asked for.
+    A draft's organizers see its page too, marked as a preview."""
+    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    draft_preview = survey is not None and survey.is_draft and allowed(current_user, survey, "edit")
+    if not draft_preview:
+        survey = _survey_or_404(slug)
+    return render_template(
+        "respond/privacy.html",
+        page=survey_page(survey),
+        show_texts=survey.access == "link",
+        preview=draft_preview,
+    )
 
 
 def _api_error(message: str, status: int, *path: str):

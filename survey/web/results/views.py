@@ -107,10 +107,11 @@ class SurveyRow:
 def index():
     """Signed in: every survey with its submissions and total ε. Anonymous: what this tool is."""
     rows = []
+    archived = request.args.get("archived") == "1"
     if current_user.is_authenticated:
-        surveys = visible_surveys(db.session, current_user)
+        surveys = visible_surveys(db.session, current_user, archived=archived)
         rows = [SurveyRow(s, submission_count(db.session, s), epsilon_text(s.total_epsilon())) for s in surveys]
-    return render_template("results/index.html", rows=rows)
+    return render_template("results/index.html", rows=rows, archived=archived)
 
 
 @dataclass
