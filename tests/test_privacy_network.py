@@ -274,10 +274,10 @@ def test_the_database_holds_exactly_what_was_posted(run):
                 if s.mode == mode
             ]
             assert stored == posted
-        # a submission is its survey and a date; an invitation is its code and whether it was used
+        # a submission is its survey and a date; an invitation is its code and whether it was used (or revoked)
         assert {c.key for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
         assert {c.key for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
-        assert {c.key for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used"}
+        assert {c.key for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
 
 
 def test_invitation_codes_are_used_up_and_stored_nowhere_else(run):
