@@ -177,7 +177,8 @@ def test_results_page_shows_counts_estimates_and_design(signed_in, answered, sto
     assert "consistent" in page and "unbiased" in page
     for download in ("estimates.csv", "responses.csv", "codebook.json"):
         assert f'href="/surveys/{answered}/{download}"' in page
-    assert f'href="/api/surveys/{answered}/estimates"' in page
+    # every download link downloads, the JSON too; the API itself still answers JSON to be read
+    assert f'href="/api/surveys/{answered}/estimates?download=1" download' in page
 
 
 def test_results_page_chart_is_accessible_svg_without_inline_style_or_script(signed_in, answered):
@@ -470,3 +471,33 @@ def test_infinite_epsilon_is_shown_and_exported_explicitly(app, signed_in):
     assert {r["epsilon"] for r in rows} == {"inf"}
     book = signed_in.get("/surveys/one-sided/codebook.json").get_json()
     assert book["total_epsilon_infinite"] is True and book["questions"][0]["design"]["epsilon_infinite"] is True
+
+
+def test_the_json_download_is_an_attachment_and_the_api_is_not(signed_in, answered):
+    downloaded = signed_in.get(f"/api/surveys/{answered}/estimates?download=1")
+    assert downloaded.headers["Content-Disposition"] == f'attachment; filename="{answered}-estimates.json"'
+    assert "Content-Disposition" not in signed_in.get(f"/api/surveys/{answered}/estimates").headers
+    assert downloaded.get_json() == signed_in.get(f"/api/surveys/{answered}/estimates").get_json()
+
+
+def test_few_answers_are_said_to_mean_little(signed_in, small_survey):
+    """Four answers: the page says plainly that the numbers mean little, from the intervals' widths;
+    with forty it does not, where the intervals are narrower than ±25 points."""
+    for answers in SUBMISSIONS[:4]:
+        assert signed_in.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers}).status_code == 201
+    page = _get_text(signed_in, f"/surveys/{small_survey}/results")
+    assert page.count('class="warning small-n"') == len(KEYS)
+    assert "Only 4 answers so far: too few for these numbers to mean much." in page
+    for answers in SUBMISSIONS[4:]:
+        signed_in.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers})
+    page = _get_text(signed_in, f"/surveys/{small_survey}/results")
+    widest = {}
+    for result in survey_results_for(signed_in.application, small_survey):
+        low, high = result.estimate.ci()
+        widest[result.question.key] = float(((high - low) / 2).max())
+    assert page.count('class="warning small-n"') == sum(w > 0.25 for w in widest.values())
+
+
+def survey_results_for(app, slug):
+    with app.app_context():
+        return survey_results(db.session, db.session.scalar(select(Survey).where(Survey.slug == slug)))

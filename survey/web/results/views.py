@@ -139,8 +139,15 @@ def _parameter_text(value: Any) -> str:
     return str(value)
 
 
+#: A fixed interval wider than this on either side means the numbers say little yet (the page says so).
+WIDE_HALF_WIDTH = 0.25
+
+
 def _section(result: QuestionResult) -> QuestionSection:
     data = result.to_dict(LEVEL)
+    if result.estimate is not None:
+        low, high = result.estimate.ci(LEVEL)
+        data["widest_half_width"] = float(((high - low) / 2).max())
     chart = estimate_chart(data) if result.estimate is not None else None
     section = QuestionSection(result, data, chart)
     design = result.question.design
@@ -175,6 +182,7 @@ def survey(slug: str):
         survey=survey,
         live=live,
         alternatives=ALTERNATIVES,
+        wide=WIDE_HALF_WIDTH,
         submissions=counts.submissions,
         total_epsilon=epsilon_text(results_total_epsilon(results)),
         sections=sections,
@@ -227,7 +235,11 @@ def estimates_api(slug: str):
     """The estimates as JSON. A machine client gets a JSON 401, not a redirect to a sign-in form."""
     if not current_user.is_authenticated:
         return jsonify(error="Sign in to see results.", status=401), 401
-    return jsonify(estimates_document(db.session, _survey_or_404(slug)))
+    survey = _survey_or_404(slug)
+    response = jsonify(estimates_document(db.session, survey))
+    if request.args.get("download"):  # the page's link downloads it, as it does every other file
+        response.headers["Content-Disposition"] = f'attachment; filename="{survey.slug}-estimates.json"'
+    return response
 
 
 @bp.get("/surveys/<slug>/responses.csv")
