@@ -201,7 +201,7 @@ def test_a_respondent_types_the_code_printed_on_a_paper_invitation(live_server, 
     page.click("label[for='often-3']")
     with page.expect_navigation():
         page.click("#submit-button")
-    expect(page.locator("h1")).to_contain_text("Thank")
+    expect(page.locator("h1")).to_contain_text("Your answers were sent")
     with app.app_context():
         assert (
             db.session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey_id))
