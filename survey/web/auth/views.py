@@ -47,8 +47,9 @@ def login():
             db.session.commit()
             login_user(user)
             return redirect(_safe_next(request.args.get("next")))
-        form.password.errors.append("Wrong username or password.")
-        status = 401
+        else:
+            form.password.errors.append("Wrong username or password.")
+            status = 401
     elif request.method == "POST":
         status = 400
     return render_template("auth/login.html", form=form), status
