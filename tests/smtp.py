@@ -16,7 +16,7 @@ from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
 
-LINK = re.compile(r"https?://\S+/auth/link/[A-Za-z0-9_-]+")
+LINK = re.compile(r"https?://[^\s\"']+/auth/link\?token=[A-Za-z0-9_-]+")
 
 
 class Mailbox:

@@ -77,12 +77,16 @@ def _link_page(account_link: AccountLink | None, form=None, status: int = 200):
     return response
 
 
-@bp.route("/link/<token>", methods=["GET", "POST"])
-def link(token: str):
+@bp.route("/link", methods=["GET", "POST"])
+def link():
     """An invitation (choose a username and a password, then accept the role offered) or a link to
     set a password. Every request here, GET included, counts against TOKEN_RATE_LIMIT; a dead link
     (unknown, used, expired, withdrawn, or its user disabled) gets one answer, 404. Whoever is signed
-    in on this browser is signed out when the link is used, and its user is signed in."""
+    in on this browser is signed out when the link is used, and its user is signed in.
+
+    The token travels in the query string (``/auth/link?token=...``), which no log keeps
+    (survey.platform.logs, the gunicorn access log format); the form posts back to the same URL."""
+    token = request.args.get("token", "")
     account_link = live_link(db.session, token)
     if account_link is None:
         return _link_page(None, status=404)
