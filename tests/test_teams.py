@@ -428,3 +428,31 @@ def test_the_token_of_a_link_is_never_logged():
 
     line = '127.0.0.1 - - [01/Mar/2026 10:00:00] "POST /auth/link?token=SECRET-token_123 HTTP/1.1" 303 -'
     assert "SECRET" not in scrub(line) and "/auth/link" in scrub(line)
+
+
+def test_an_account_waiting_for_its_password_costs_the_same_hashing_as_any_wrong_password(
+    app, client, user, monkeypatch
+):
+    """Its stored hash is no hash at all; checking a password against it must not be quicker than
+    against a real one, or the time would tell which accounts wait for a password."""
+    import werkzeug.security
+
+    with app.app_context():
+        db.session.add(User(username="waiting", password_hash="!"))
+        db.session.commit()
+    calls: list[str] = []
+    real = werkzeug.security._hash_internal
+
+    def counting(method: str, salt: str, password: str):
+        calls.append(method)
+        return real(method, salt, password)
+
+    client.post("/auth/login", data={"username": "nobody-warm-up", "password": "x" * 12})
+    monkeypatch.setattr(werkzeug.security, "_hash_internal", counting)
+    assert client.post("/auth/login", data={"username": "alice", "password": "wrong password"}).status_code == 401
+    wrong_password = list(calls)
+    calls.clear()
+    for attempt in ("wrong password", "!", ""):
+        response = client.post("/auth/login", data={"username": "waiting", "password": attempt})
+        assert response.status_code in (400, 401)
+    assert calls == wrong_password * 2  # the empty password is refused by the form before any check

@@ -43,8 +43,10 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
     a refusal takes does not tell whether the username exists. A disabled user is returned too (the
     caller refuses them, saying why): only someone who knows the password learns it is disabled."""
     user = session.scalar(select(User).where(User.username == username))
-    matches = passwords.check_password(user.password_hash if user is not None else passwords.dummy_hash(), password)
-    return user if user is not None and matches else None
+    # an account whose owner has not set a password yet is checked like an unknown one: same work
+    stored = user.password_hash if user is not None and user.has_password else None
+    matches = passwords.check_password(stored or passwords.dummy_hash(), password)
+    return user if stored is not None and matches else None
 
 
 def digest(token: str) -> str:
