@@ -64,7 +64,7 @@ run: $(VENV)/.installed
 	@echo "Serving on http://$(HOST):$(PORT)  (Ctrl+C to stop)"
 	@echo "  Respondent page:  http://$(HOST):$(PORT)/s/health-and-habits"
 	@echo "  Results:          http://$(HOST):$(PORT)/surveys/health-and-habits/results"
-	@echo "  Sign in as 'demo' with password 'demo-password'."
+	@echo "  Sign in as 'demo' with password 'demo-password' (an administrator: Users at /admin/users)."
 	@echo ""
 	$(FLASK) run --host $(HOST) --port $(PORT)
 

@@ -49,8 +49,9 @@ def serve(app) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def live_site(folder: Path, secret: str, setup: Callable) -> Iterator[tuple]:
-    """A fresh migrated SQLite app in ``folder``, filled by ``setup(session)``, served on a free port.
+def live_site(folder: Path, secret: str, setup: Callable, **config) -> Iterator[tuple]:
+    """A fresh migrated SQLite app in ``folder``, filled by ``setup(session)``, served on a free port;
+    ``config`` adds settings (a mail server, say).
 
     Yields ``(app, base_url)``. The rate limiter's in-memory counters are process-wide, so they
     start from none; the engine is disposed of afterwards so the file is closed.
@@ -65,6 +66,7 @@ def live_site(folder: Path, secret: str, setup: Callable) -> Iterator[tuple]:
             "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'live.sqlite'}",
             "SECRET_KEY": secret,
             "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+            **config,
         }
     )
     with app.app_context():

@@ -18,11 +18,13 @@ from survey.platform.extensions import db
 
 from .test_manage import make_user, sign_in
 
-#: Open to anyone: the respondent's pages and API, sign-in, the start page, static files.
+#: Open to anyone: the respondent's pages and API, sign-in, invitation and password links (their
+#: token is the right), the start page, static files.
 PUBLIC = {
     "static",
     "health.health",
     "auth.login",
+    "auth.link",
     "results.index",
     "respond.show",
     "respond.submit_form",
@@ -160,6 +162,10 @@ def test_signed_in_users_without_rights_get_404_for_every_survey_route(app, smal
         path = fill(rule, small_survey)
         where = f"{method} {path} ({rule.endpoint})"
         if not survey_specific(rule):
+            if rule.endpoint.startswith("admin."):  # administrators only: 404 to anyone else
+                for data in (None, {"user_id": "1", "username": "eve", "is_admin": "y"}):
+                    assert client.open(path, method=method, data=data).status_code == 404, where
+                continue
             assert rule.endpoint in ANY_SIGNED_IN, f"{where}: not survey-specific and not on ANY_SIGNED_IN"
             continue
         for data in (None, DESIGN_CHANGES[0]):

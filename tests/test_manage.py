@@ -451,9 +451,10 @@ def test_sharing_with_a_researcher_and_a_co_organizer(app, signed_in, small_surv
 @pytest.mark.parametrize(
     "who, data, field, message",
     [
-        ("alice", {"username": "nobody", "role": "researcher"}, "username", "There is no user called “nobody”."),
+        ("alice", {"username": "nobody@", "role": "researcher"}, "username", "This is not an e-mail address"),
+        ("alice", {"username": "!!!", "role": "researcher"}, "username", "with letters or digits"),
         ("alice", {"username": "alice", "role": "organizer"}, "username", "alice owns this survey"),
-        ("alice", {"username": "", "role": "researcher"}, "username", "Give the username."),
+        ("alice", {"username": "", "role": "researcher"}, "username", "Give a username, an e-mail address or a name."),
         ("alice", {"username": "carol", "role": "owner"}, "role", "Not a valid choice."),
         ("bob", {"username": "bob", "role": "researcher"}, "username", "You cannot change your own role"),
     ],

@@ -21,23 +21,36 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from . import passwords
+from .errors import DomainError
 from .models import LoginSession, User, today
 
 TOKEN_BYTES = 32
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 200
 #: A session older than this is not honoured (and is deleted at the user's next sign-in), even if
 #: its browser was never closed.
 MAX_SESSION_DAYS = 30
 
 
+def check_new_password(password: str | None, path: tuple[str, ...] = ("new_password",)) -> None:
+    """Refuse a new password that is too short or too long (the one rule for every way of setting one)."""
+    if not MIN_PASSWORD_LENGTH <= len(password or "") <= MAX_PASSWORD_LENGTH:
+        raise DomainError(f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.", path=path)
+
+
 def authenticate(session: Session, username: str, password: str) -> User | None:
     """The user if ``password`` is theirs, else None; the same hashing work either way, so the time
-    a refusal takes does not tell whether the username exists."""
+    a refusal takes does not tell whether the username exists. A disabled user is returned too (the
+    caller refuses them, saying why): only someone who knows the password learns it is disabled."""
     user = session.scalar(select(User).where(User.username == username))
-    matches = passwords.check_password(user.password_hash if user is not None else passwords.dummy_hash(), password)
-    return user if user is not None and matches else None
+    # an account whose owner has not set a password yet is checked like an unknown one: same work
+    stored = user.password_hash if user is not None and user.has_password else None
+    matches = passwords.check_password(stored or passwords.dummy_hash(), password)
+    return user if stored is not None and matches else None
 
 
-def _digest(token: str) -> str:
+def digest(token: str) -> str:
+    """The SHA-256 hash under which a token (of a session or a link) is stored."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -52,19 +65,23 @@ def start_session(session: Session, user: User) -> str:
         delete(LoginSession).where(LoginSession.user_id == user.id, LoginSession.created_on < _oldest_honoured())
     )
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    session.add(LoginSession(user_id=user.id, token_hash=_digest(token), created_on=today()))
+    session.add(LoginSession(user_id=user.id, token_hash=digest(token), created_on=today()))
     user.session_token = token
     return token
 
 
 def user_for_token(session: Session, token: str | None) -> User | None:
-    """The user of the live sign-in session ``token`` names (one query), or None."""
+    """The user of the live sign-in session ``token`` names (one query), or None (also for a disabled user)."""
     if not token or len(token) > 200:
         return None
     user = session.scalar(
         select(User)
         .join(LoginSession, LoginSession.user_id == User.id)
-        .where(LoginSession.token_hash == _digest(token), LoginSession.created_on >= _oldest_honoured())
+        .where(
+            LoginSession.token_hash == digest(token),
+            LoginSession.created_on >= _oldest_honoured(),
+            User.disabled.is_(False),
+        )
     )
     if user is not None:
         user.session_token = token
@@ -74,7 +91,7 @@ def user_for_token(session: Session, token: str | None) -> User | None:
 def end_session(session: Session, token: str | None) -> None:
     """End the sign-in session ``token`` names (signing out)."""
     if token:
-        session.execute(delete(LoginSession).where(LoginSession.token_hash == _digest(token)))
+        session.execute(delete(LoginSession).where(LoginSession.token_hash == digest(token)))
 
 
 def end_other_sessions(session: Session, user: User, keep_token: str | None) -> None:
@@ -82,5 +99,5 @@ def end_other_sessions(session: Session, user: User, keep_token: str | None) -> 
     change: whoever had the old password, or a copied cookie, is signed out everywhere else)."""
     statement = delete(LoginSession).where(LoginSession.user_id == user.id)
     if keep_token:
-        statement = statement.where(LoginSession.token_hash != _digest(keep_token))
+        statement = statement.where(LoginSession.token_hash != digest(keep_token))
     session.execute(statement)

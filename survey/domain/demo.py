@@ -121,9 +121,10 @@ def _parent(key: str) -> str | None:
 
 
 def ensure_demo_user(session: Session) -> User:
+    """The demo's owner, an administrator, so that someone trying the app sees the users page too."""
     user = session.scalar(select(User).where(User.username == DEMO_USER))
     if user is None:
-        user = User(username=DEMO_USER)
+        user = User(username=DEMO_USER, is_admin=True)
         user.set_password(DEMO_PASSWORD)
         session.add(user)
     return user

@@ -15,6 +15,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Date,
+    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -42,6 +43,11 @@ STATUSES = ("draft", "open", "closed", "archived")
 SPEC_STATUSES = ("draft", "open", "closed")
 ACCESS_MODES = ("link", "invitation")
 ROLES = ("organizer", "researcher")
+#: What a single-use account link is for: making an account (an invitation), setting the first
+#: password of an account an administrator made, or resetting a password (survey.domain.links).
+LINK_PURPOSES = ("invitation", "setup", "reset")
+#: The password hash of an account whose owner has not set a password yet: no password matches it.
+NO_PASSWORD = "!"
 
 
 def today() -> dt.date:
@@ -65,7 +71,8 @@ class User(Base):
     """Someone who signs in: an organizer or researcher (respondents never have an account).
 
     It offers what Flask-Login asks of a user object (``is_authenticated``, ``is_active``,
-    ``is_anonymous``, ``get_id``) itself, so that the model needs no Flask.
+    ``is_anonymous``, ``get_id``) itself, so that the model needs no Flask. An administrator
+    (``is_admin``) manages the users; a disabled user cannot sign in and has no sign-in session.
     """
 
     __tablename__ = "users"
@@ -74,6 +81,10 @@ class User(Base):
     username: Mapped[str] = mapped_column(String(80), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    #: Where invitations and password links are sent (lower case); optional.
+    email: Mapped[str | None] = mapped_column(String(254), unique=True, nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     surveys: Mapped[list[Survey]] = relationship(back_populates="owner")
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
@@ -81,10 +92,18 @@ class User(Base):
 
     #: The token of the sign-in session this object was loaded for (see survey.domain.accounts); not stored.
     session_token = None
-    #: A user object is only ever made for someone who signed in; there are no disabled accounts.
+    #: A user object is only ever made for someone who signed in.
     is_authenticated = True
-    is_active = True
     is_anonymous = False
+
+    @property
+    def is_active(self) -> bool:
+        return not self.disabled
+
+    @property
+    def has_password(self) -> bool:
+        """False for an account made by an administrator whose owner has not used its link yet."""
+        return self.password_hash != NO_PASSWORD
 
     def get_id(self) -> str:
         """Flask-Login's "alternative id": the cookie names one sign-in session by its random token,
@@ -100,7 +119,7 @@ class User(Base):
         self.password_hash = passwords.hash_password(password)
 
     def check_password(self, password: str) -> bool:
-        return passwords.check_password(self.password_hash, password)
+        return self.has_password and passwords.check_password(self.password_hash, password)
 
 
 class Survey(Base):
@@ -141,6 +160,7 @@ class Survey(Base):
     )
     memberships: Mapped[list[Membership]] = relationship(back_populates="survey", cascade="all, delete-orphan")
     invitations: Mapped[list[Invitation]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+    account_links: Mapped[list[AccountLink]] = relationship(back_populates="survey", cascade="all, delete-orphan")
 
     @property
     def is_open(self) -> bool:
@@ -208,6 +228,41 @@ class LoginSession(Base):
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
 
     user: Mapped[User] = relationship(back_populates="login_sessions")
+
+
+class AccountLink(Base):
+    """A single-use, expiring link that lets someone make an account or set a password.
+
+    ``purpose`` is one of :data:`LINK_PURPOSES`. An invitation names whom it was sent to (``email``
+    and/or ``name``, the suggested username) and, when an organizer sent it, the survey and the role
+    offered; the others name their ``user``. Only a SHA-256 hash of the link's random token is kept,
+    like a sign-in session's: a copy of the database opens no link. A link is dead once ``used``,
+    after ``expires_at`` (UTC), or when a newer link of the same kind replaces it.
+    """
+
+    __tablename__ = "account_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    purpose: Mapped[str] = mapped_column(String(12))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str | None] = mapped_column(String(254))
+    name: Mapped[str | None] = mapped_column(String(80))
+    survey_id: Mapped[int | None] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str | None] = mapped_column(String(12))
+    invited_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    used: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    user: Mapped[User | None] = relationship(foreign_keys=[user_id])
+    invited_by: Mapped[User | None] = relationship(foreign_keys=[invited_by_id])
+    survey: Mapped[Survey | None] = relationship(back_populates="account_links")
+
+    @property
+    def addressee(self) -> str:
+        """Whom the link is for, in words: the e-mail address, the name, or the user."""
+        return self.email or self.name or (self.user.username if self.user else "")
 
 
 class Invitation(Base):

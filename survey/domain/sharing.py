@@ -10,7 +10,9 @@ The rules are deliberately flat, because a survey team is small and its members 
   themselves out); they may leave the survey by removing themselves;
 - a role is an offer until the invited user accepts it (``Membership.pending``): until then it
   grants nothing and the survey stays out of their list. Otherwise anyone could push a survey,
-  and with it texts and files of their making (a poisoned CSV), in front of any other user.
+  and with it texts and files of their making (a poisoned CSV), in front of any other user;
+- someone without an account is invited by e-mail address or by name (:func:`share_with`): they
+  make an account through a single-use link (survey.domain.links), then accept the role like anyone.
 
 The functions take plain values and a session, and leave committing to the caller.
 """
@@ -22,14 +24,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from . import links
 from .access import ORGANIZER, OWNER, RESEARCHER, allowed, role_of
-from .accounts import end_other_sessions
+from .accounts import check_new_password, end_other_sessions
 from .errors import DomainError, NotFound
-from .models import ROLES, Membership, Survey, User, today
+from .models import ROLES, AccountLink, Membership, Survey, User, today
 
 USERNAME = ("username",)
-MIN_PASSWORD_LENGTH = 8
-MAX_PASSWORD_LENGTH = 200
 
 ROLE_LABELS = {OWNER: "owner", ORGANIZER: "co-organizer", RESEARCHER: "researcher"}
 ROLE_DESCRIPTIONS = {
@@ -44,19 +45,46 @@ def members(survey: Survey) -> list[Membership]:
     return sorted(survey.memberships, key=lambda m: (order.get(m.role, len(order)), m.user.username.lower()))
 
 
-def add_member(session: Session, survey: Survey, actor: User, username: str, role: str) -> Membership:
-    """Offer ``username`` the ``role`` on ``survey`` (pending until they accept), or change the role
-    of an existing member (an accepted member stays accepted, an offer stays an offer)."""
+@dataclass(frozen=True)
+class Offer:
+    """What sharing a survey with someone did: a role offered to (or changed for) a user, or an
+    invitation for someone without an account, with its link's token (to be sent or shown once)."""
+
+    membership: Membership | None = None
+    invitation: AccountLink | None = None
+    token: str | None = None
+
+
+def _check_sharing(survey: Survey, actor: User, role: str) -> None:
     if not allowed(actor, survey, "edit"):
         raise NotFound("Only the owner and co-organizers can share this survey.")
     if role not in ROLES:
         raise DomainError(f"Choose one of: {', '.join(ROLE_LABELS[r] for r in ROLES)}.", path=("role",))
+
+
+def share_with(session: Session, survey: Survey, actor: User, who: str, role: str) -> Offer:
+    """Offer ``role`` on ``survey`` to ``who``: a username or an e-mail address of a user (the role
+    is offered as by :func:`add_member`), or else an e-mail address or a name of someone without an
+    account, who gets an invitation to make one (:func:`survey.domain.links.invite`)."""
+    _check_sharing(survey, actor, role)
+    who = (who or "").strip()
+    if not who:
+        raise DomainError("Give a username, an e-mail address or a name.", path=USERNAME)
+    user = links.find_user(session, who)
+    if user is not None:
+        return Offer(membership=add_member(session, survey, actor, user.username, role))
+    invitation, token = links.invite(session, survey, actor, who, role)
+    return Offer(invitation=invitation, token=token)
+
+
+def add_member(session: Session, survey: Survey, actor: User, username: str, role: str) -> Membership:
+    """Offer ``username`` the ``role`` on ``survey`` (pending until they accept), or change the role
+    of an existing member (an accepted member stays accepted, an offer stays an offer)."""
+    _check_sharing(survey, actor, role)
     username = (username or "").strip()
     user = session.scalar(select(User).where(User.username == username)) if username else None
     if user is None:
-        raise DomainError(
-            f"There is no user called “{username}”. Users are created by an administrator.", path=USERNAME
-        )
+        raise DomainError(f"There is no user called “{username}”.", path=USERNAME)
     if user.id == survey.owner_id:
         raise DomainError(f"{user.username} owns this survey and already has every right to it.", path=USERNAME)
     if user.id == actor.id:
@@ -145,8 +173,7 @@ def change_password(session: Session, user: User, current: str, new: str, *, kee
     password is changed because someone else may know it, and they may be signed in already."""
     if not user.check_password(current or ""):
         raise DomainError("This is not your current password.", path=("current_password",))
-    if not MIN_PASSWORD_LENGTH <= len(new or "") <= MAX_PASSWORD_LENGTH:
-        raise DomainError(f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.", path=("new_password",))
+    check_new_password(new)
     if new == current:
         raise DomainError("The new password is the same as the current one.", path=("new_password",))
     user.set_password(new)

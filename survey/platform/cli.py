@@ -1,4 +1,4 @@
-"""``flask --app survey ...`` commands: init-db, demo, create-user, import-survey, estimate, recount.
+"""``flask --app survey ...`` commands: init-db, demo, create-user, make-admin, import-survey, estimate, recount.
 
 (``flask --app survey db ...`` are Flask-Migrate's: Alembic's upgrade, downgrade, current, history.)
 """
@@ -63,23 +63,52 @@ def register(app: Flask) -> None:
         click.echo(f"Demo survey “{survey.title}” is ready.")
         click.echo(f"  Answer it as a respondent:  {respond}")
         click.echo(f"  See the estimates:          {results}")
-        click.echo(f"  Sign in as {DEMO_USER!r} with password {DEMO_PASSWORD!r}.")
+        click.echo(
+            f"  Sign in as {DEMO_USER!r} with password {DEMO_PASSWORD!r} (an administrator: users at /admin/users)."
+        )
 
     @app.cli.command("create-user")
     @click.argument("username")
     @click.password_option(help="the new user's password (asked for if not given)")
-    def create_user(username: str, password: str) -> None:
-        """Create a user who can sign in and see results."""
+    @click.option("--email", help="the user's e-mail address (where invitations and password links go)")
+    @click.option("--admin", is_flag=True, help="an administrator, who manages users on the /admin/users page")
+    def create_user(username: str, password: str, email: str | None, admin: bool) -> None:
+        """Create a user who can sign in (the first administrator: with --admin)."""
+        from survey.domain.accounts import MIN_PASSWORD_LENGTH, check_new_password
+        from survey.domain.errors import DomainError
+        from survey.domain.links import check_username, normalize_email
+
         _require_current_schema()
-        if len(password) < 8:
-            raise click.BadParameter("use at least 8 characters", param_hint="password")
+        try:
+            check_new_password(password)
+        except DomainError:
+            raise click.BadParameter(f"use at least {MIN_PASSWORD_LENGTH} characters", param_hint="password") from None
         if db.session.scalar(select(User).where(User.username == username)) is not None:
             raise click.ClickException(f"a user named {username!r} already exists")
-        user = User(username=username)
+        try:
+            username = check_username(db.session, username)
+            address = normalize_email(email)
+        except DomainError as error:
+            raise click.ClickException(error.message) from None
+        if address and db.session.scalar(select(User).where(User.email == address)) is not None:
+            raise click.ClickException(f"another user has the address {address}")
+        user = User(username=username, email=address, is_admin=admin)
         user.set_password(password)
         db.session.add(user)
         db.session.commit()
-        click.echo(f"User {username!r} created.")
+        click.echo(f"{'Administrator' if admin else 'User'} {username!r} created.")
+
+    @app.cli.command("make-admin")
+    @click.argument("username")
+    def make_admin(username: str) -> None:
+        """Make an existing user an administrator (and enable their account if it was disabled)."""
+        _require_current_schema()
+        user = db.session.scalar(select(User).where(User.username == username))
+        if user is None:
+            raise click.ClickException(f"no user named {username!r}")
+        user.is_admin, user.disabled = True, False
+        db.session.commit()
+        click.echo(f"{username!r} is an administrator: the users page is /admin/users.")
 
     @app.cli.command("import-survey")
     @click.argument("file", type=click.File("r", encoding="utf-8"))

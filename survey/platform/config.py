@@ -10,6 +10,8 @@ from flask import Flask
 
 ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL", "SURVEY_ENV")
 DEV_SECRET = "dev-only-change-me"
+#: Mail settings read from the environment as they are (MAIL_PORT, MAIL_TIMEOUT and the two TLS flags are parsed).
+MAIL_TEXT_KEYS = ("MAIL_SERVER", "MAIL_USERNAME", "MAIL_PASSWORD", "MAIL_FROM")
 
 
 def is_production() -> bool:
@@ -38,6 +40,19 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # How new passwords are hashed (survey.domain.passwords): Werkzeug's scrypt. The tests set a
         # cheap method; production keeps this default (a test checks that it does).
         "PASSWORD_HASH_METHOD": "scrypt",
+        # Invitation and password links (survey.web.links) are tried once per address this often:
+        # every request to a link counts, so that nobody can try tokens faster than this.
+        "TOKEN_RATE_LIMIT": "30 per minute",
+        # E-mail (survey.platform.mail): without MAIL_SERVER nothing is sent, and the pages show the
+        # link to pass on. MAIL_USE_TLS: STARTTLS; MAIL_USE_SSL: TLS from the start (port 465).
+        "MAIL_SERVER": None,
+        "MAIL_PORT": 25,
+        "MAIL_USE_TLS": False,
+        "MAIL_USE_SSL": False,
+        "MAIL_USERNAME": None,
+        "MAIL_PASSWORD": None,
+        "MAIL_FROM": None,
+        "MAIL_TIMEOUT": 10,
     }
 
 
@@ -68,13 +83,23 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def from_environment() -> dict[str, Any]:
-    """``DATABASE_URL``, ``SECRET_KEY``, the rate limits and the proxies from the environment, where set."""
+    """``DATABASE_URL``, ``SECRET_KEY``, the rate limits, the proxies and the mail settings from the
+    environment, where set."""
     values: dict[str, Any] = {}
     if os.environ.get("SECRET_KEY"):
         values["SECRET_KEY"] = os.environ["SECRET_KEY"]
-    for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT"):
+    for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT", "TOKEN_RATE_LIMIT", *MAIL_TEXT_KEYS):
         if os.environ.get(key):
             values[key] = os.environ[key]
+    for key in ("MAIL_PORT", "MAIL_TIMEOUT"):
+        if os.environ.get(key):
+            try:
+                values[key] = int(os.environ[key])
+            except ValueError:
+                raise RuntimeError(f"{key} must be a whole number") from None
+    for key in ("MAIL_USE_TLS", "MAIL_USE_SSL"):
+        if os.environ.get(key):
+            values[key] = _flag(key, os.environ[key])
     if os.environ.get("TRUSTED_PROXIES"):
         try:
             values["TRUSTED_PROXIES"] = int(os.environ["TRUSTED_PROXIES"])
@@ -84,6 +109,15 @@ def from_environment() -> dict[str, Any]:
     if url:
         values["SQLALCHEMY_DATABASE_URI"] = normalize_database_url(url)
     return values
+
+
+def _flag(key: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise RuntimeError(f"{key} must be true or false, not {text!r}")
 
 
 def load(app: Flask, test_config: dict[str, Any] | None = None) -> None:

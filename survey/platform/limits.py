@@ -1,4 +1,4 @@
-"""Rate limits: a bound on how many sign-in guesses, and how many submissions, one address can make.
+"""Rate limits: a bound on how many sign-in guesses, link tries and submissions one address can make.
 
 Randomized response cannot stop a respondent who lies; what it can do is bound how many lies one
 person adds, together with invitation codes. Counters are kept in this process's memory only: an
@@ -19,12 +19,17 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter
 
-#: endpoint → the configuration key that holds its limit; only POSTs are counted.
+#: endpoint → the configuration key that holds its limit; only POSTs are counted, except at the
+#: endpoints of :data:`EVERY_METHOD`.
 LIMITED = {
     "auth.login": "LOGIN_RATE_LIMIT",
+    "auth.link": "TOKEN_RATE_LIMIT",
     "respond.submit_form": "SUBMISSION_RATE_LIMIT",
     "respond.submit_json": "SUBMISSION_RATE_LIMIT",
 }
+#: Endpoints where opening the page is a try too: the page of an invitation or password link tells
+#: whether its token is alive.
+EVERY_METHOD = {"auth.link"}
 
 
 class SweptMemoryStorage(MemoryStorage):
@@ -66,7 +71,9 @@ class RateLimits:
 
         @app.before_request
         def count_attempt() -> None:
-            if request.method != "POST" or request.endpoint not in limits:
+            if request.endpoint not in limits:
+                return
+            if request.method != "POST" and request.endpoint not in EVERY_METHOD:
                 return
             address = request.remote_addr or "unknown"
             scope = LIMITED[request.endpoint]

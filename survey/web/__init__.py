@@ -3,7 +3,8 @@
 - ``respond``: the respondent's pages and the submission API (public);
 - ``organize``: the organizer's workspace (builder, privacy preview, lifecycle, sharing, account);
 - ``results``: the survey list, the estimates page and the downloads;
-- ``auth``: sign-in and sign-out.
+- ``auth``: sign-in and sign-out, and the pages of invitation and password links;
+- ``admin``: the administrator's users page.
 
 Blueprints do not import one another; what more than one of them needs lives in this package
 itself (:mod:`survey.web.common`).
@@ -17,6 +18,7 @@ from flask import Flask
 def init_app(app: Flask) -> None:
     """Register every blueprint, and what they share (:func:`survey.web.common.init_app`)."""
     from . import auth, common
+    from .admin import bp as admin_bp
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
     from .results import bp as results_bp
@@ -25,4 +27,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)
     app.register_blueprint(organize_bp)
+    app.register_blueprint(admin_bp)
     common.init_app(app)

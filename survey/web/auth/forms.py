@@ -1,6 +1,11 @@
 from flask_wtf import FlaskForm
 from wtforms import PasswordField, StringField, SubmitField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, EqualTo, Length
+
+from survey.domain.accounts import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
+from survey.domain.links import MAX_USERNAME_LENGTH
+
+from ..common import FormErrors
 
 
 class LoginForm(FlaskForm):
@@ -11,3 +16,39 @@ class LoginForm(FlaskForm):
 
 class LogoutForm(FlaskForm):
     submit = SubmitField("Sign out")
+
+
+class NewPasswordForm(FormErrors, FlaskForm):
+    """A password chosen through a first-password or reset link."""
+
+    default_field = "password"
+
+    password = PasswordField(
+        "Password",
+        validators=[
+            DataRequired("Choose a password."),
+            Length(
+                MIN_PASSWORD_LENGTH,
+                MAX_PASSWORD_LENGTH,
+                f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+    )
+    confirm = PasswordField(
+        "Password, again",
+        validators=[DataRequired("Type the password again."), EqualTo("password", "The two do not match.")],
+    )
+
+
+class NewAccountForm(NewPasswordForm):
+    """The account an invitation makes: a username (suggested) and a password."""
+
+    default_field = "username"
+
+    username = StringField(
+        "Username",
+        validators=[
+            DataRequired("Choose a username."),
+            Length(max=MAX_USERNAME_LENGTH, message=f"Use at most {MAX_USERNAME_LENGTH} characters."),
+        ],
+    )

@@ -2,14 +2,24 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
 from survey.domain.accounts import authenticate, end_session, start_session
+from survey.domain.errors import DomainError
+from survey.domain.links import (
+    accept_account_invitation,
+    live_link,
+    set_password_with_link,
+    suggested_username,
+)
+from survey.domain.models import AccountLink, User
+from survey.domain.sharing import ROLE_LABELS
 from survey.platform.extensions import db
 
+from ..common import see_other
 from . import bp
-from .forms import LoginForm, LogoutForm
+from .forms import LoginForm, LogoutForm, NewAccountForm, NewPasswordForm
 
 
 def _safe_next(target: str | None) -> str:
@@ -29,13 +39,17 @@ def login():
     status = 200
     if form.validate_on_submit():
         user = authenticate(db.session, form.username.data, form.password.data)
-        if user is not None:
+        if user is not None and user.disabled:
+            form.password.errors.append("This account is disabled. Ask an administrator if you need it again.")
+            status = 403
+        elif user is not None:
             start_session(db.session, user)
             db.session.commit()
             login_user(user)
             return redirect(_safe_next(request.args.get("next")))
-        form.password.errors.append("Wrong username or password.")
-        status = 401
+        else:
+            form.password.errors.append("Wrong username or password.")
+            status = 401
     elif request.method == "POST":
         status = 400
     return render_template("auth/login.html", form=form), status
@@ -52,3 +66,64 @@ def logout():
         logout_user()
         flash("You are signed out.")
     return redirect(url_for("results.index"))
+
+
+def _link_page(account_link: AccountLink | None, form=None, status: int = 200):
+    """The page of an invitation or password link (or of a dead one); never kept by a cache."""
+    response = make_response(
+        render_template("auth/link.html", link=account_link, form=form, role_labels=ROLE_LABELS), status
+    )
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@bp.route("/link", methods=["GET", "POST"])
+def link():
+    """An invitation (choose a username and a password, then accept the role offered) or a link to
+    set a password. Every request here, GET included, counts against TOKEN_RATE_LIMIT; a dead link
+    (unknown, used, expired, withdrawn, or its user disabled) gets one answer, 404. Whoever is signed
+    in on this browser is signed out when the link is used, and its user is signed in.
+
+    The token travels in the query string (``/auth/link?token=...``), which no log keeps
+    (survey.platform.logs, the gunicorn access log format); the form posts back to the same URL."""
+    token = request.args.get("token", "")
+    account_link = live_link(db.session, token)
+    if account_link is None:
+        return _link_page(None, status=404)
+    invitation = account_link.purpose == "invitation"
+    if invitation:
+        form = NewAccountForm(data={"username": suggested_username(account_link.addressee)})
+    else:
+        form = NewPasswordForm()
+    if request.method == "GET":
+        return _link_page(account_link, form)
+    if not form.validate():
+        return _link_page(account_link, form, 400)
+    try:
+        if invitation:
+            user = accept_account_invitation(db.session, token, form.username.data, form.password.data)
+        else:
+            user = set_password_with_link(db.session, token, form.password.data)
+        was_signed_in = current_user.is_authenticated
+        if was_signed_in:
+            end_session(db.session, current_user.get_id())
+        start_session(db.session, user)
+    except DomainError as error:
+        db.session.rollback()
+        if error.status == 404:  # used by another request meanwhile
+            return _link_page(None, status=404)
+        form.add_domain_error(error)
+        return _link_page(account_link, form, error.status)
+    db.session.commit()
+    if was_signed_in:
+        logout_user()
+    login_user(user)
+    return see_other("results.index", _welcome(account_link, user), anchor="invitations" if invitation else None)
+
+
+def _welcome(account_link: AccountLink, user: User) -> str:
+    if account_link.purpose == "invitation":
+        return f"Welcome, {user.username}: your account is ready. Accept the role offered to you below."
+    if account_link.purpose == "setup":
+        return f"Welcome, {user.username}: your password is set, and you are signed in."
+    return "Your password was changed, and you were signed out everywhere else."

@@ -22,9 +22,10 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional
 
+from survey.domain.accounts import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from survey.domain.invitations import MAX_CODES_PER_REQUEST
 from survey.domain.models import ACCESS_MODES
-from survey.domain.sharing import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, ROLE_DESCRIPTIONS
+from survey.domain.sharing import ROLE_DESCRIPTIONS
 
 from ..common import FormErrors
 
@@ -69,7 +70,10 @@ class InvitationsForm(FormErrors, FlaskForm):
 class AddMemberForm(FormErrors, FlaskForm):
     default_field = "username"
 
-    username = StringField("Username", validators=[DataRequired("Give the username."), Length(max=80)])
+    username = StringField(
+        "Username, e-mail address or name",
+        validators=[DataRequired("Give a username, an e-mail address or a name."), Length(max=254)],
+    )
     role = RadioField(
         "Role",
         choices=[SelectChoice(role, label) for role, label in ROLE_DESCRIPTIONS.items()],
@@ -90,6 +94,10 @@ class AddressForm(FormErrors, FlaskForm):
 
 class RemoveMemberForm(FlaskForm):
     user_id = IntegerField(validators=[InputRequired()])
+
+
+class WithdrawInvitationForm(FlaskForm):
+    link_id = IntegerField(validators=[InputRequired()])
 
 
 class ImportForm(FlaskForm):

@@ -39,16 +39,18 @@ from survey.domain.invitations import (
     revoke_unused,
     shown,
 )
+from survey.domain.links import open_invitations, withdraw_invitation
 from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Membership, Survey
 from survey.domain.sharing import (
     ROLE_LABELS,
+    Offer,
     accept_invitation,
-    add_member,
     change_password,
     decline_invitation,
     members,
     remove_member,
+    share_with,
     survey_access,
 )
 from survey.domain.specs import survey_to_spec
@@ -58,6 +60,7 @@ from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
 from ..common import commit_or_refuse, me, see_other
+from ..mailing import Delivery, deliver_invitation, tell_about_offer
 from . import bp
 from .manage_forms import (
     AccessForm,
@@ -70,6 +73,7 @@ from .manage_forms import (
     PasswordForm,
     RemoveMemberForm,
     RevokeForm,
+    WithdrawInvitationForm,
 )
 
 #: A spec is far larger than a submission (the app-wide request limit is sized for those).
@@ -98,7 +102,15 @@ def _page_number() -> int:
         return 1
 
 
-def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "", codes_error: str = "", **forms: Any):
+def _render_share(
+    survey: Survey,
+    status: int = 200,
+    *,
+    lifecycle_error: str = "",
+    codes_error: str = "",
+    delivery: Delivery | None = None,
+    **forms: Any,
+):
     """The management page; ``forms`` replaces the blank form of the section a refused post came from."""
     blank: dict[str, Any] = {
         "dates_form": DatesForm(formdata=None, data={"opens_on": survey.opens_on, "closes_on": survey.closes_on}),
@@ -119,6 +131,8 @@ def _render_share(survey: Survey, status: int = 200, *, lifecycle_error: str = "
         access=survey_access(me(), survey),
         is_owner=survey_access(me(), survey).role == OWNER,
         members=members(survey),
+        account_invitations=open_invitations(db.session, survey),
+        delivery=delivery,
         role_labels=ROLE_LABELS,
         counts=counts,
         codes=code_rows(db.session, survey, page=min(page, pages)),
@@ -525,26 +539,57 @@ def invitations_csv_file(slug: str):
 @bp.post("/surveys/<slug>/members", endpoint="add_member")
 @login_required
 def add_member_view(slug: str):
-    """Give a user a role on the survey, or change the role of a member."""
+    """Offer a user a role on the survey (or change a member's role), found by username or e-mail
+    address; or invite someone without an account by e-mail address or name. An invitation's link
+    is e-mailed when a mail server is configured, or else shown on this answer (only) to copy."""
     survey = _editable(slug)
     form = AddMemberForm()
+    actor = me()
 
-    def added(membership: Membership) -> Response:
+    def added(offer: Offer) -> ResponseReturnValue:
+        if offer.invitation is not None and offer.token is not None:
+            delivery = deliver_invitation(offer.invitation, offer.token, actor)
+            return _render_share(survey, delivery=delivery)
+        membership = offer.membership
+        assert membership is not None
         who, role = membership.user.username, ROLE_LABELS[membership.role]
         if membership.pending:
+            mailed = tell_about_offer(membership.user, actor, survey.title, membership.role)
             message = (
                 f"{who} is invited as a {role} of this survey; "
                 "the role takes effect when they accept it on their start page."
+                + (f" They were told by e-mail ({mailed})." if mailed else "")
             )
         else:
             message = f"{who} is now a {role} of this survey."
         return see_other("organize.share", message, anchor="people", slug=slug)
 
     return commit_or_refuse(
-        lambda: add_member(db.session, survey, me(), form.username.data, form.role.data),
+        lambda: share_with(db.session, survey, actor, form.username.data, form.role.data),
         form=form,
         done=added,
         refused=lambda status, _: _render_share(survey, status, member_form=form),
+    )
+
+
+@bp.post("/surveys/<slug>/account-invitations/withdraw", endpoint="withdraw_account_invitation")
+@login_required
+def withdraw_account_invitation(slug: str):
+    """Withdraw an invitation to make an account: its link stops working."""
+    survey = _editable(slug)
+    form = WithdrawInvitationForm()
+    return commit_or_refuse(
+        lambda: withdraw_invitation(db.session, survey, form.link_id.data),
+        form=form,
+        done=lambda link: see_other(
+            "organize.share",
+            f"The invitation of {link.addressee} is withdrawn: its link no longer works.",
+            anchor="people",
+            slug=slug,
+        ),
+        refused=lambda status, error: _render_share(
+            survey, status, members_error=error.message if error else "Choose an invitation to withdraw."
+        ),
     )
 
 
@@ -663,7 +708,7 @@ def import_spec():
 @bp.route("/account", methods=["GET", "POST"])
 @login_required
 def account():
-    """Change one's own password (users are created by an administrator with ``flask create-user``)."""
+    """Change one's own password."""
     form = PasswordForm()
     if request.method == "GET":
         return render_template("organize/account.html", form=form)

@@ -1,0 +1,35 @@
+"""Forms of the users page (Flask-WTF: each carries a CSRF token). They check shape only; the rules
+(a free username, a real address, not disabling oneself) are survey.domain.users'."""
+
+from __future__ import annotations
+
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, IntegerField, StringField
+from wtforms.validators import DataRequired, InputRequired, Length, Optional
+
+from survey.domain.links import MAX_EMAIL_LENGTH, MAX_USERNAME_LENGTH
+
+from ..common import FormErrors
+
+
+class CreateUserForm(FormErrors, FlaskForm):
+    default_field = "username"
+
+    username = StringField(
+        "Username",
+        validators=[
+            DataRequired("Give a username."),
+            Length(max=MAX_USERNAME_LENGTH, message=f"Use at most {MAX_USERNAME_LENGTH} characters."),
+        ],
+    )
+    email = StringField(
+        "E-mail address (optional)",
+        validators=[Optional(), Length(max=MAX_EMAIL_LENGTH, message="This address is too long.")],
+    )
+    is_admin = BooleanField("Administrator: may manage users, like you")
+
+
+class UserActionForm(FlaskForm):
+    """One button on one user's row (disable, enable, new password link, administrator's role)."""
+
+    user_id = IntegerField(validators=[InputRequired()])
