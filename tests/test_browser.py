@@ -702,3 +702,27 @@ def test_opened_details_and_the_thank_you_page_have_no_serious_accessibility_vio
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
     context.close()
+
+
+def test_the_results_page_reads_on_a_phone_without_sideways_scrolling(live_server, browser):
+    """Issue 15: one estimate with its intervals per option, the rest a tap away, at 390 px."""
+    _, base = live_server
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", "demo")
+    page.fill("#password", "demo-password")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    page.goto(f"{base}/surveys/health-and-habits/results")
+    tables = page.locator("table.data.compact")
+    assert tables.count() >= 5
+    for i in range(tables.count()):
+        widths = tables.nth(i).evaluate("t => [t.scrollWidth, t.parentElement.clientWidth, t.outerHTML.slice(0, 400)]")
+        assert widths[0] <= widths[1], f"table {i} is wider than the phone: {widths}"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    more = page.locator("details.all-numbers").first
+    expect(more.locator("table")).to_be_hidden()
+    more.locator("summary").click()
+    expect(more.locator("table")).to_be_visible()
+    context.close()

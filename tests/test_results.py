@@ -163,14 +163,16 @@ def test_results_page_shows_counts_estimates_and_design(signed_in, answered, sto
         section = page.split(f'id="q-{key}"')[1].split("</section>")[0]
         assert f"<dt>Answered</dt><dd>{c.sum()}</dd>" in section
         for v, label in enumerate(result.labels):
-            row = re.search(rf'<th scope="row">{label}</th>(.*?)</tr>', section, re.S).group(1)
-            cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+            # the table shows one estimate and its intervals; "All the numbers" (a <details>) the rest
+            shown, more = re.findall(rf'<th scope="row">{label}</th>(.*?)</tr>', section, re.S)[:2]
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", shown)
+            assert cells[0] == f"{100 * result.proportions[v]:.1f}%"
+            assert cells[1] == f"{100 * low[v]:.1f}% to {100 * high[v]:.1f}%"
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", more)
             assert cells[0] == str(c[v])
             assert cells[1] == f"{100 * result.observed[v]:.1f}%"
-            assert cells[2] == f"{100 * result.proportions[v]:.1f}%"
-            assert cells[3] == f"{100 * result.unbiased[v]:.1f}%"
-            assert cells[4] == f"{100 * result.standard_errors[v]:.1f}"
-            assert cells[5] == f"{100 * low[v]:.1f}% to {100 * high[v]:.1f}%"
+            assert cells[2] == f"{100 * result.unbiased[v]:.1f}%"
+            assert cells[3] == f"{100 * result.standard_errors[v]:.1f}"
     # ε per question and in total; the direct question is labelled as unprotected and left out
     assert "<dt>ε</dt><dd>1.10</dd>" in page and "<dt>ε</dt><dd>1.00</dd>" in page
     assert "asked directly (not protected)" in page and "not part of the sum" in page
@@ -402,7 +404,9 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
         # the number question has no simulated shares: it is summarized, not estimated
         truths = {q.key: q.simulated_truth for q in survey.questions if not q.is_number}
     page = _get_text(signed_in, f"/surveys/{DEMO_SLUG}/results")
-    assert page.count('<th scope="col">True share among the simulated respondents</th>') == len(truths)
+    assert page.count(
+        '<th scope="col"><abbr title="True share among the simulated respondents">True share</abbr></th>'
+    ) == len(truths)
     assert page.count('class="chart-truth"') == sum(len(t) for t in truths.values()) + len(truths)  # + legends
     assert "<dt>Submissions</dt><dd>300</dd>" in page
     document = signed_in.get(f"/api/surveys/{DEMO_SLUG}/estimates").get_json()
