@@ -61,6 +61,9 @@ def test_organizers_preview_a_draft_as_respondents_will_see_it_and_nothing_can_b
     # the privacy page it links to is there for the draft's organizers too, marked as a preview
     privacy = signed_in.get("/s/the-draft/privacy")
     assert privacy.status_code == 200 and 'id="preview-banner"' in text(privacy)
+    # whose "back" links lead to the preview, not to the draft's respondent page (a 404)
+    assert 'href="/s/the-draft/preview" class="back-link"' in text(privacy)
+    assert 'href="/s/the-draft" class="back-link"' not in text(privacy)
     assert anonymous.get("/s/the-draft/privacy").status_code == 404
     # and a post to the draft stores nothing
     assert anonymous.post("/s/the-draft", data=FORM).status_code == 404
