@@ -31,7 +31,7 @@ from scipy.stats import chisquare
 from sqlalchemy import select
 
 from survey.domain.demo import DEMO_SPEC, create_demo
-from survey.domain.models import Answer, Submission, Survey
+from survey.domain.models import Answer, Submission, Survey, User
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
@@ -725,4 +725,29 @@ def test_the_results_page_reads_on_a_phone_without_sideways_scrolling(live_serve
     expect(more.locator("table")).to_be_hidden()
     more.locator("summary").click()
     expect(more.locator("table")).to_be_visible()
+    context.close()
+
+
+def test_a_researcher_is_told_when_too_few_have_answered(live_server, browser):
+    """Issue 15: with three answers the results page says plainly that the numbers mean little."""
+    app, base = live_server
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "more-designs"))
+        survey.owner = db.session.scalar(select(User).where(User.username == "demo"))
+        db.session.commit()
+    client = app.test_client()
+    sent = [{"forced": f, "unrelated": u, "onesided": 1} for f, u in ((0, 1), (2, 0), (1, 1))]
+    for answers in sent:
+        assert client.post("/api/surveys/more-designs/responses", json={"answers": answers}).status_code == 201
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", "demo")
+    page.fill("#password", "demo-password")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    page.goto(f"{base}/surveys/more-designs/results")
+    warning = page.locator("section.result", has=page.locator("#q-forced")).locator("p.small-n")
+    expect(warning).to_be_visible()
+    expect(warning).to_contain_text("Only 3 answers so far: too few for these numbers to mean much.")
     context.close()
