@@ -163,9 +163,13 @@ def test_turning_the_setting_on_closes_a_survey_that_is_already_precise(app, sig
     assert response.status_code == 303
     with app.app_context():
         assert _survey().status == "closed" and _survey().auto_close
-    _set_auto_close(signed_in, False)
+    # reopening switches closing by itself off, or the next answer would close the survey again
+    page = signed_in.get("/surveys/live/share").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    assert signed_in.post("/surveys/live/reopen", data={"csrf_token": token}).status_code == 303
+    _send(signed_in, [0])
     with app.app_context():
-        assert not _survey().auto_close
+        assert _survey().status == "open" and not _survey().auto_close
 
 
 # -- the anytime-valid test ------------------------------------------------------------------------

@@ -66,9 +66,12 @@ def close(survey: Survey) -> None:
 
 
 def reopen(survey: Survey) -> None:
+    """Accept answers again. Closing by itself is switched off: a survey that closed because it was
+    precise enough would otherwise close again at the next answer."""
     if survey.status != "closed":
         raise Conflict(f"Only a closed survey can be reopened; this survey is {survey.status}.")
     survey.status = "open"
+    survey.auto_close = False
 
 
 def _check_owner(survey: Survey, actor: User, what: str) -> None:

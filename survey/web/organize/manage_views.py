@@ -250,7 +250,11 @@ def close(slug: str):
 @bp.post("/surveys/<slug>/reopen")
 @login_required
 def reopen(slug: str):
-    return _transition(slug, lifecycle.reopen, "Reopened: the survey accepts answers again, under the same designs.")
+    return _transition(
+        slug,
+        lifecycle.reopen,
+        "Reopened: the survey accepts answers again, under the same designs (closing by itself is now off).",
+    )
 
 
 @bp.route("/surveys/<slug>/archive", methods=["GET", "POST"])
