@@ -91,6 +91,15 @@ def page(browser):
     context.close()
 
 
+def sign_in_as_demo(page, base: str) -> None:
+    """Sign in through the form, as the demo's researcher would."""
+    page.goto(f"{base}/auth/login")
+    page.fill("#username", "demo")
+    page.fill("#password", "demo-password")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+
+
 def watch(page) -> list:
     requests: list = []
     page.on("request", lambda request: requests.append(request))
@@ -505,11 +514,7 @@ def test_survey_and_privacy_pages_run_under_the_content_security_policy(live_ser
 def test_researcher_breaks_the_demo_down_by_age_and_downloads_the_table(live_server, page):
     """The compare page in a real browser: one row per age group with its interval, a chart, the CSV."""
     _, base = live_server
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", "demo")
-    page.fill("#password", "demo-password")
-    with page.expect_navigation():
-        page.click("button[type=submit]")
+    sign_in_as_demo(page, base)
     page.goto(f"{base}/surveys/health-and-habits/results")
     with page.expect_navigation():
         page.click("text=Compare a sensitive answer by group")
@@ -535,11 +540,7 @@ def test_researcher_watches_the_live_interval_and_tests_a_threshold(live_server,
     """Issue 14 in a real browser: the live interval and what it means, the estimate over time, a
     test typed as a percentage, and the labelled SPSS file downloaded from the same page."""
     _, base = live_server
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", "demo")
-    page.fill("#password", "demo-password")
-    with page.expect_navigation():
-        page.click("button[type=submit]")
+    sign_in_as_demo(page, base)
     page.goto(f"{base}/surveys/health-and-habits/results")
     expect(page.locator("#live-heading")).to_have_text("Precise enough to stop?")
     section = page.locator("section.result", has=page.locator("#q-cannabis"))
@@ -709,11 +710,7 @@ def test_the_results_page_reads_on_a_phone_without_sideways_scrolling(live_serve
     _, base = live_server
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", "demo")
-    page.fill("#password", "demo-password")
-    with page.expect_navigation():
-        page.click("button[type=submit]")
+    sign_in_as_demo(page, base)
     page.goto(f"{base}/surveys/health-and-habits/results")
     tables = page.locator("table.data.compact")
     assert tables.count() >= 5
@@ -741,11 +738,7 @@ def test_a_researcher_is_told_when_too_few_have_answered(live_server, browser):
         assert client.post("/api/surveys/more-designs/responses", json={"answers": answers}).status_code == 201
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", "demo")
-    page.fill("#password", "demo-password")
-    with page.expect_navigation():
-        page.click("button[type=submit]")
+    sign_in_as_demo(page, base)
     page.goto(f"{base}/surveys/more-designs/results")
     warning = page.locator("section.result", has=page.locator("#q-forced")).locator("p.small-n")
     expect(warning).to_be_visible()

@@ -28,8 +28,8 @@ from survey.privacy import Association, Breakdown, RRLogisticResult, association
 from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
-from .models import Answer, AnswerTally, DayTally, PairTally, Question, Survey
-from .tallies import question_mechanism
+from .models import Answer, AnswerTally, PairTally, Question, Survey
+from .tallies import question_day_counts, question_mechanism
 
 LEVEL = 0.95
 #: The ``by`` that groups respondents by the week (Monday to Sunday) their answers arrived in.
@@ -85,18 +85,10 @@ def pair_counts(session: Session, first: Question, second: Question) -> dict[tup
 def week_counts(session: Session, question: Question) -> dict[str, np.ndarray]:
     """The question's reported counts per week of submission, in calendar order (from the running
     day tallies)."""
-    rows = session.execute(
-        select(DayTally.value, DayTally.day, func.sum(DayTally.count))
-        .where(DayTally.question_id == question.id)
-        .group_by(DayTally.value, DayTally.day)
-    )
-    k = len(question.options)
-    by_week: dict[dt.date, np.ndarray] = defaultdict(lambda: np.zeros(k, dtype=np.int64))
-    for value, day, count in rows:
-        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
-            day = dt.date.fromisoformat(day)
-        if 0 <= value < k:
-            by_week[day - dt.timedelta(days=day.weekday())][value] += int(count)
+    by_week: dict[dt.date, np.ndarray] = {}
+    for day, counts in question_day_counts(session, question).items():
+        monday = day - dt.timedelta(days=day.weekday())
+        by_week[monday] = by_week.get(monday, 0) + counts
     return {week_label(monday): by_week[monday] for monday in sorted(by_week)}
 
 

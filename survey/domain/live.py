@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_test, confidence_sequence, estimate
@@ -30,8 +29,8 @@ from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_t
 from . import lifecycle
 from .coding import parse_category
 from .errors import Conflict, DomainError
-from .models import DayTally, Question, Survey
-from .tallies import Counts, question_mechanism, survey_counts
+from .models import Question, Survey
+from .tallies import Counts, question_day_counts, question_mechanism, survey_counts
 
 LEVEL = 0.95
 
@@ -151,22 +150,10 @@ class Timeline:
 
 def cumulative_day_counts(session: Session, question: Question) -> tuple[list[dt.date], np.ndarray]:
     """The question's reported counts up to and including each day someone answered (day tallies)."""
-    rows = session.execute(
-        select(DayTally.day, DayTally.value, func.sum(DayTally.count))
-        .where(DayTally.question_id == question.id)
-        .group_by(DayTally.day, DayTally.value)
-    )
-    k = len(question.options)
-    per_day: dict[dt.date, np.ndarray] = {}
-    for day, value, count in rows:
-        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
-            day = dt.date.fromisoformat(day)
-        if 0 <= value < k:
-            per_day.setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
-    days = sorted(per_day)
-    if not days:
-        return [], np.zeros((0, k), dtype=np.int64)
-    return days, np.cumsum(np.array([per_day[d] for d in days]), axis=0)
+    per_day = question_day_counts(session, question)
+    if not per_day:
+        return [], np.zeros((0, len(question.options)), dtype=np.int64)
+    return list(per_day), np.cumsum(np.array(list(per_day.values())), axis=0)
 
 
 def timeline(session: Session, question: Question, category: int = 0) -> Timeline:

@@ -10,6 +10,7 @@ Nothing here ever loads individual responses into Python.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,6 +136,23 @@ def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
         .group_by(DayTally.question_id, DayTally.value, DayTally.day)
     )
     return {(q, v, day): int(c) for q, v, day, c in rows if c}
+
+
+def question_day_counts(session: Session, question: Question) -> dict[Any, np.ndarray]:
+    """One question's reported counts per day of submission (the day tallies), days in order."""
+    rows = session.execute(
+        select(DayTally.day, DayTally.value, func.sum(DayTally.count))
+        .where(DayTally.question_id == question.id)
+        .group_by(DayTally.day, DayTally.value)
+    )
+    k = len(question.options)
+    per_day: dict[Any, np.ndarray] = {}
+    for day, value, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        if 0 <= value < k:
+            per_day.setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
+    return {day: per_day[day] for day in sorted(per_day)}
 
 
 def recount_pairs(session: Session, survey: Survey) -> PairCounts:
