@@ -210,3 +210,14 @@ def test_sqlite_overwrites_deleted_rows(app):
         if db.engine.dialect.name != "sqlite":
             pytest.skip("a SQLite setting")
         assert db.session.execute(text("PRAGMA secure_delete")).scalar() == 1
+
+
+def test_the_results_page_says_how_many_wait_and_why(app, signed_in, user, seeded):
+    codes = coded_survey(app, BATCH)
+    answer_all(signed_in, codes[:3])
+    with app.app_context():
+        db.session.get(Survey, survey_id(app)).owner_id = user
+        db.session.commit()
+    page = signed_in.get("/surveys/coded/results").get_data(as_text=True)
+    assert "<dt>Submissions</dt><dd>0</dd>" in page
+    assert f"3 more, sent with invitation codes, wait until {BATCH} have arrived" in page
