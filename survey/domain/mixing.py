@@ -114,17 +114,23 @@ def release(
     if len(group) < batch:
         group += _take_back_latest(session, survey_id, batch - len(group), kinds)
     day = max(d for d, _ in group)
-    order = list(range(len(group)))
-    _random.shuffle(order)
-    for i in order:
-        submission_id = session.scalar(
-            insert(Submission).values(survey_id=survey_id, submitted_on=day).returning(Submission.id)
+    _random.shuffle(group)
+    # One multi-row insert: the ids come in the order the rows are listed, and the i-th smallest id
+    # goes to the i-th submission of the shuffled group.
+    ids = sorted(
+        session.scalars(
+            insert(Submission)
+            .values([{"survey_id": survey_id, "submitted_on": day}] * len(group))
+            .returning(Submission.id)
         )
-        answers = group[i][1]
-        if answers:
-            session.execute(
-                insert(Answer), [{"submission_id": submission_id, "question_id": q, "value": v} for q, v in answers]
-            )
+    )
+    rows = [
+        {"submission_id": submission_id, "question_id": q, "value": v}
+        for submission_id, (_, answers) in zip(ids, group, strict=True)
+        for q, v in answers
+    ]
+    if rows:
+        session.execute(insert(Answer), rows)
     _count(session, survey_id, new, [answers for _, answers in group], day, kinds)
     session.commit()
     return len(held)

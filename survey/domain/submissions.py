@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import json
 import logging
 import random
 import re
@@ -261,13 +262,13 @@ def _record(
     day: dt.date,
 ) -> Recorded:
     access = form.access
-    if access == "invitation":  # a code is worth a read: is the survey open, then is the code good
-        access = admit(session, form.survey_id, invitation, day).access
     try:
         values = validate_answers(form.fields, answers)
     except DomainError:
-        if form.access != "invitation":  # the form's access is as last seen: the survey may need a code now
-            admit(session, form.survey_id, invitation, day)
+        # Whoever may not answer learns nothing about the questions: a survey that does not accept
+        # answers, or a missing or unusable code, is said first (the form's access is as last seen:
+        # the survey may need a code now). Valid answers cost no read: the write checks both.
+        admit(session, form.survey_id, invitation, day)
         raise
     try:
         for _ in range(2):
@@ -366,6 +367,21 @@ def write_held(
     session's transaction, if and only if the survey accepts it by invitation at this moment and the
     code is unused (and, with ``receipt``, no submission with that key was stored); whether it was.
     The caller commits, or rolls back when nothing was written (a claim may have been made)."""
+    if session.get_bind().dialect.name == "postgresql":
+        # One statement in the session's transaction (the caller commits, or rolls a partial claim back).
+        params = {
+            "survey_id": form.survey_id,
+            "slug": form.slug,
+            "access": "invitation",
+            "day": day,
+            "code": claim_code,
+            "receipt": receipt,
+            "answers": json.dumps([[q, v] for q, v in sorted(values.items())]),
+        }
+        with session.connection().connection.driver_connection.cursor() as cursor:
+            cursor.execute(_postgresql_hold(receipt is not None), params)
+            (held,) = cursor.fetchone()
+        return Written(bool(held), False, held)
     begin_writing(session)
     connection = session.connection()
     sqlite = connection.dialect.name == "sqlite"
@@ -377,6 +393,38 @@ def write_held(
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
     return Written(True, False, hold(session, form.survey_id, day, values))
+
+
+@functools.cache
+def _postgresql_hold(with_receipt: bool) -> str:
+    """Claim the code, insert the receipt (if any) and the held row in one statement; it returns how
+    many the survey holds now, this one included, or 0 if nothing was held (the survey does not
+    accept, the code is not usable, or the key was received: then the caller rolls back, since a
+    claim may have been made before the receipt was refused)."""
+    accepting = _ACCEPTING.format(
+        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
+    )
+    source = "claimed"
+    receipt = ""
+    if with_receipt:
+        source = "receipt"
+        receipt = """, receipt AS (
+    INSERT INTO submission_receipts (survey_id, key_hash, received_on)
+    SELECT id, %(receipt)s, CAST(%(day)s AS DATE) FROM claimed
+    ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id AS id
+)"""
+    return f"""WITH accepting AS (
+    {accepting}
+), claimed AS (
+    UPDATE invitations SET used = true
+    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
+){receipt}, held AS (
+    INSERT INTO held_submissions (survey_id, held_on, answers)
+    SELECT id, CAST(%(day)s AS DATE), CAST(%(answers)s AS JSON) FROM {source} RETURNING survey_id
+)
+SELECT CASE WHEN count(*) = 0 THEN 0
+    ELSE count(*) + (SELECT count(*) FROM held_submissions WHERE survey_id = %(survey_id)s) END
+FROM held"""
 
 
 @functools.cache
