@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from survey import create_app
 from survey.domain.invitations import generate_codes
-from survey.domain.models import Answer, Invitation, Submission, Survey
+from survey.domain.models import Answer, HeldSubmission, Invitation, Submission, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
@@ -83,10 +83,12 @@ def fire(port: int, codes: list[str]) -> list[tuple[int, dict]]:
 
 
 def counts(app) -> tuple[int, int, int]:
+    """Submissions and answers stored (held ones waiting for their batch included) and codes used."""
     with app.app_context():
+        held = db.session.scalars(select(HeldSubmission.answers)).all()
         return (
-            db.session.scalar(select(func.count()).select_from(Submission)),
-            db.session.scalar(select(func.count()).select_from(Answer)),
+            db.session.scalar(select(func.count()).select_from(Submission)) + len(held),
+            db.session.scalar(select(func.count()).select_from(Answer)) + sum(len(a) for a in held),
             db.session.scalar(select(func.count()).select_from(Invitation).where(Invitation.used.is_(True))),
         )
 

@@ -16,6 +16,7 @@ from survey.domain.analysis import compare
 from survey.domain.exports import estimates_document
 from survey.domain.invitations import generate_codes
 from survey.domain.lifecycle import close
+from survey.domain.mixing import held_count, question_kinds, release
 from survey.domain.models import TALLY_SHARDS, DayTally, PairTally, Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import (
@@ -119,6 +120,8 @@ def test_a_used_invitation_code_adds_nothing_anywhere(app, client, user):
     assert second.status_code == 403 and "already been used" in second.json["error"]
     with app.app_context():
         survey = the_survey()
+        assert held_count(db.session, survey.id) == 1  # held until its batch is released
+        release(db.session, survey.id, question_kinds(survey), force=True)
         assert survey_counts(db.session, survey).submissions == 1
         assert tally_mismatches(db.session, survey) == []
 
@@ -393,6 +396,9 @@ def test_a_survey_switched_to_invitations_refuses_a_sender_who_saw_it_open(app, 
         db.session.commit()
     assert client.post("/api/surveys/small-test/responses", json={"answers": GOOD}).status_code == 201
     with app.app_context():
+        survey = the_survey()
+        assert survey_counts(db.session, survey).submissions == 2 and held_count(db.session, survey.id) == 1
+        release(db.session, survey.id, question_kinds(survey), force=True)
         assert survey_counts(db.session, the_survey()).submissions == 3
         assert tally_mismatches(db.session, the_survey()) == []
 

@@ -11,6 +11,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from .errors import NotFound
+from .mixing import release_if_closed
 from .models import Membership, Survey, User
 
 OWNER = "owner"
@@ -45,6 +46,9 @@ def survey_for(session: Session, user: User | None, slug: str, need: str) -> Sur
     survey = session.scalar(select(Survey).where(Survey.slug == slug))
     if survey is None or not allowed(user, survey, need):
         raise NotFound("There is nothing here.")
+    # A survey that no longer accepts answers can fill no batch: what it holds is released now,
+    # before anyone with rights looks at its results (survey/domain/mixing.py).
+    release_if_closed(session, survey)
     return survey
 
 

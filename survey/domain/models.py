@@ -426,6 +426,40 @@ class Answer(Base):
     submission: Mapped[Submission] = relationship(back_populates="answers")
 
 
+class HeldSubmission(Base):
+    """A submission to a survey by invitation, stored but not yet released into ``submissions``.
+
+    Claiming a code and storing what it admitted happen in one transaction, and on PostgreSQL every
+    row a transaction writes carries its id (``xmin``) and lands in the table's physical order
+    (``ctid``) at that moment; sequences hand out ids in the same order. Written straight into
+    ``submissions``, each answer could be joined to its code through any of those. So a coded
+    submission waits here, and :mod:`survey.domain.mixing` releases a whole batch at once, in a
+    random order, with one date: every released row then shares its batch's transaction, and its
+    place, id and date say nothing about which of the batch's codes admitted it. The held row
+    itself is deleted by the release.
+    """
+
+    __tablename__ = "held_submissions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    held_on: Mapped[dt.date] = mapped_column(Date)
+    #: ``[[question id, reported value], ...]`` in question-id order.
+    answers: Mapped[list[list[int]]] = mapped_column(JSON)
+
+
+class SubmissionReceipt(Base):
+    """That a submission carrying this key was stored: so that a resend is answered "already received"
+    and stored once. The key is 128 random bits the respondent's page made; only its SHA-256 hash is
+    kept, with the day, for a few days (:mod:`survey.domain.receipts`). It refers to no submission."""
+
+    __tablename__ = "submission_receipts"
+
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    received_on: Mapped[dt.date] = mapped_column(Date, index=True)
+
+
 #: Running tallies are split over this many rows per counted cell. Concurrent submissions add to a
 #: randomly chosen shard, so on PostgreSQL two of them wait for each other's row lock only when they
 #: pick the same shard; readers sum the shards (at most SHARDS × cells rows, whatever the number of

@@ -17,6 +17,8 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import json
+import logging
 import random
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -30,7 +32,11 @@ from .base import begin_writing
 from .errors import Conflict, DomainError, Forbidden
 from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize
 from .live import close_if_precise
+from .mixing import BATCH, hold, kinds_of, release
 from .models import DIRECT_KINDS, TALLY_SHARDS, Option, Question, Survey, accepting_on, today
+from .receipts import key_hash, purge_old_receipts, received
+
+log = logging.getLogger(__name__)
 
 ANSWERS = ("answers",)
 
@@ -198,14 +204,28 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
     return values
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What became of a submission that was not refused: stored now, or ``already`` stored by an
+    earlier attempt with the same key (and not stored again)."""
+
+    already: bool = False
+
+
 def record_submission(
     session: Session,
     form: SubmissionForm,
     answers: Mapping[str, Any],
     invitation: str | None = None,
     cache: FormCache | None = None,
-) -> None:
+    key: str | None = None,
+    batch: int = BATCH,
+) -> Recorded:
     """Validate and store one submission atomically; commit on success, or raise DomainError.
+
+    ``key`` (see :mod:`survey.domain.receipts`) makes a resend safe: if a submission with this key
+    was stored, the resend is answered ``Recorded(already=True)`` whatever else is now true (the
+    code used up by that very submission, the survey closed since), and nothing is stored again.
 
     Refusals come in this order: a survey that does not accept submissions today (409), then a
     survey by invitation without a usable code (403), and only then anything about the answers
@@ -218,28 +238,55 @@ def record_submission(
     is stored. Nothing links the two afterwards.
     """
     day = today()
+    hashed = key_hash(key)
+    try:
+        recorded = _record(session, form, answers, invitation, cache, hashed, batch, day)
+    except DomainError:
+        if hashed is not None and received(session, form.survey_id, hashed):
+            session.rollback()
+            return Recorded(already=True)
+        raise
+    if hashed is not None and not recorded.already:
+        purge_old_receipts(session, day)
+    return recorded
+
+
+def _record(
+    session: Session,
+    form: SubmissionForm,
+    answers: Mapping[str, Any],
+    invitation: str | None,
+    cache: FormCache | None,
+    hashed: str | None,
+    batch: int,
+    day: dt.date,
+) -> Recorded:
     access = form.access
-    if access == "invitation":  # a code is worth a read: is the survey open, then is the code good
-        access = admit(session, form.survey_id, invitation, day).access
     try:
         values = validate_answers(form.fields, answers)
     except DomainError:
-        if form.access != "invitation":  # the form's access is as last seen: the survey may need a code now
-            admit(session, form.survey_id, invitation, day)
+        # Whoever may not answer learns nothing about the questions: a survey that does not accept
+        # answers, or a missing or unusable code, is said first (the form's access is as last seen:
+        # the survey may need a code now). Valid answers cost no read: the write checks both.
+        admit(session, form.survey_id, invitation, day)
         raise
     try:
         for _ in range(2):
             code = normalize(invitation) if access == "invitation" else None
-            written = write_submission(session, form, day, values, access, code)
+            if code is not None:
+                written = write_held(session, form, day, values, code, hashed)
+            else:
+                written = write_submission(session, form, day, values, access, hashed)
             if written:
                 if _in_transaction(session):  # otherwise the statement committed on its own
                     session.commit()
-                if written.auto_close:
-                    close_if_precise(session, form.survey_id)
-                return
+                _after_storing(session, form, written, batch)
+                return Recorded()
+            session.rollback()
+            if hashed is not None and received(session, form.survey_id, hashed):
+                return Recorded(already=True)  # an earlier attempt with this key was stored
             # Nothing was written: the survey changed since we last looked, or the code was used
             # by a submission racing this one. Read what is true now to say which.
-            session.rollback()
             state = _refuse_if_closed(session, form.survey_id, day)
             if state.access == access:
                 if code is not None:
@@ -255,6 +302,20 @@ def record_submission(
     except Exception:
         session.rollback()
         raise
+
+
+def _after_storing(session: Session, form: SubmissionForm, written: Written, batch: int) -> None:
+    """Release a full batch of held submissions, and close the survey if it is set to close once
+    precise. The submission is stored by now: nothing here may turn that into an error for the
+    respondent. What fails is left for the next submission to do (the held rows stay held)."""
+    try:
+        if written.held >= batch:
+            release(session, form.survey_id, kinds_of(form.fields), batch)
+        if written.auto_close:
+            close_if_precise(session, form.survey_id)
+    except Exception:
+        session.rollback()
+        log.exception("after storing a submission to survey %s", form.survey_id)
 
 
 def admit(session: Session, survey_id: int, invitation: str | None, day: dt.date) -> SurveyState:
@@ -283,6 +344,8 @@ class Written:
 
     stored: bool
     auto_close: bool = False
+    #: How many submissions the survey holds now, waiting to be released (surveys by invitation).
+    held: int = 0
 
     def __bool__(self) -> bool:
         return self.stored
@@ -292,29 +355,120 @@ class Written:
         return cls(False) if row is None else cls(True, bool(row[0]))
 
 
+def write_held(
+    session: Session,
+    form: SubmissionForm,
+    day: dt.date,
+    values: Mapping[int, int],
+    claim_code: str,
+    receipt: str | None = None,
+) -> Written:
+    """Claim ``claim_code`` and hold the checked submission (:mod:`survey.domain.mixing`), in the
+    session's transaction, if and only if the survey accepts it by invitation at this moment and the
+    code is unused (and, with ``receipt``, no submission with that key was stored); whether it was.
+    The caller commits, or rolls back when nothing was written (a claim may have been made)."""
+    if session.get_bind().dialect.name == "postgresql":
+        # One statement in the session's transaction (the caller commits, or rolls a partial claim back).
+        params = {
+            "survey_id": form.survey_id,
+            "slug": form.slug,
+            "access": "invitation",
+            "day": day,
+            "code": claim_code,
+            "receipt": receipt,
+            "answers": json.dumps([[q, v] for q, v in sorted(values.items())]),
+        }
+        with session.connection().connection.driver_connection.cursor() as cursor:
+            cursor.execute(_postgresql_hold(receipt is not None), params)
+            (held,) = cursor.fetchone()
+        return Written(bool(held), False, held)
+    begin_writing(session)
+    connection = session.connection()
+    sqlite = connection.dialect.name == "sqlite"
+    params = {"survey_id": form.survey_id, "slug": form.slug, "access": "invitation"}
+    params["day"] = day.isoformat() if sqlite else day
+    accepting = connection.execute(_accepting_statement(sqlite), params).first()
+    if accepting is None or not claim(session, form.survey_id, claim_code):
+        return Written(False)
+    if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
+        return Written(False)
+    return Written(True, False, hold(session, form.survey_id, day, values))
+
+
+@functools.cache
+def _postgresql_hold(with_receipt: bool) -> str:
+    """Claim the code, insert the receipt (if any) and the held row in one statement; it returns how
+    many the survey holds now, this one included, or 0 if nothing was held (the survey does not
+    accept, the code is not usable, or the key was received: then the caller rolls back, since a
+    claim may have been made before the receipt was refused)."""
+    accepting = _ACCEPTING.format(
+        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
+    )
+    source = "claimed"
+    receipt = ""
+    if with_receipt:
+        source = "receipt"
+        receipt = """, receipt AS (
+    INSERT INTO submission_receipts (survey_id, key_hash, received_on)
+    SELECT id, %(receipt)s, CAST(%(day)s AS DATE) FROM claimed
+    ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id AS id
+)"""
+    return f"""WITH accepting AS (
+    {accepting}
+), claimed AS (
+    UPDATE invitations SET used = true
+    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
+){receipt}, held AS (
+    INSERT INTO held_submissions (survey_id, held_on, answers)
+    SELECT id, CAST(%(day)s AS DATE), CAST(%(answers)s AS JSON) FROM {source} RETURNING survey_id
+)
+SELECT CASE WHEN count(*) = 0 THEN 0
+    ELSE count(*) + (SELECT count(*) FROM held_submissions WHERE survey_id = %(survey_id)s) END
+FROM held"""
+
+
+@functools.cache
+def _accepting_statement(sqlite: bool) -> TextClause:
+    day = ":day" if sqlite else "CAST(:day AS DATE)"
+    return text(_ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=day))
+
+
+def _insert_receipt(session: Session, survey_id: int, receipt: str, day: dt.date) -> bool:
+    inserted = session.execute(
+        text(
+            "INSERT INTO submission_receipts (survey_id, key_hash, received_on) VALUES (:s, :k, :d) "
+            "ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id"
+        ),
+        {"s": survey_id, "k": receipt, "d": day.isoformat() if session.get_bind().dialect.name == "sqlite" else day},
+    ).first()
+    return inserted is not None
+
+
 def write_submission(
     session: Session,
     form: SubmissionForm,
     day: dt.date,
     values: Mapping[int, int],
     access: str = "link",
-    claim_code: str | None = None,
+    receipt: str | None = None,
 ) -> Written:
-    """Insert one checked submission (question id → code) and count it, if and only if the survey
-    accepts it at this moment; returns whether it was stored. Part of the session's transaction if
-    it has one; otherwise, on PostgreSQL, a statement committed on its own.
+    """Insert one checked submission (question id → code) to a survey by link and count it, if and
+    only if the survey accepts it at this moment (and, with ``receipt``, no submission with that key
+    hash was stored: the receipt is inserted with it); returns whether it was stored. Part of the
+    session's transaction if it has one; otherwise, on PostgreSQL, a statement committed on its own.
 
     "Accepts" is decided by the database, atomically with the insert: the survey is open, ``day``
-    lies within its dates, its access is ``access``, and (with ``claim_code``) that unused code of
-    the survey could be marked used; of two submissions racing with one code, one gets it. A shard
-    of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in question order, so
-    concurrent submissions seldom wait for one another and never deadlock.
+    lies within its dates and its access is ``access``. A submission admitted by a code never comes
+    here: it is held and released in a batch (:func:`write_held`, :mod:`survey.domain.mixing`). A
+    shard of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in question
+    order, so concurrent submissions seldom wait for one another and never deadlock.
     """
     params: dict[str, Any] = {
         "survey_id": form.survey_id,
         "slug": form.slug,
         "access": access,
         "shard": random.randrange(TALLY_SHARDS),
+        "receipt": receipt,
     }
     kinds = {f.id: f for f in form.fields}
     ordered = sorted(values.items())
@@ -327,8 +481,8 @@ def write_submission(
     if dialect == "postgresql":
         # The driver's own cursor: the statement is fixed text, and SQLAlchemy's execution layer
         # (and, outside a transaction, the session's) would cost more than the database spends on it.
-        params.update(day=day, code=claim_code)
-        statement = _postgresql_write(len(values), claim_code is not None)
+        params["day"] = day
+        statement = _postgresql_write(len(values), receipt is not None)
         if _in_transaction(session):
             with session.connection().connection.driver_connection.cursor() as cursor:
                 cursor.execute(statement, params)
@@ -341,11 +495,11 @@ def write_submission(
     begin_writing(session)
     connection = session.connection()
     params["day"] = day.isoformat()
-    if claim_code is not None and not claim(session, form.survey_id, claim_code):
-        return Written(False)
     insert_submission, insert_answers, count_answers, count_submission = _sqlite_writes(len(values))
     inserted = connection.execute(insert_submission, params).first()
     if inserted is None:
+        return Written(False)
+    if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
     params["submission_id"], auto_close = inserted
     for statement in (insert_answers, count_answers, count_submission):
@@ -422,20 +576,22 @@ _SQLITE_COUNT_DAY = text(
 
 
 @functools.cache
-def _postgresql_write(n: int, claiming: bool) -> str:
+def _postgresql_write(n: int, with_receipt: bool) -> str:
     """One statement, so one round trip and atomic on its own: data-modifying CTEs check that the
-    survey accepts, claim the code (if any), insert the submission and its answers, and add to both
-    tallies. Everything hangs on the new submission's row: if any check fails, nothing is written.
-    Placeholders are psycopg's (``%(name)s``)."""
+    survey accepts, insert the key's receipt (if any: on a key already received, nothing more),
+    the submission and its answers, and add to the tallies. Everything hangs on the new
+    submission's row: if any check fails, nothing is written. Placeholders are psycopg's
+    (``%(name)s``)."""
     accepting = _ACCEPTING.format(
         survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
     )
-    if claiming:
-        source = """claimed AS (
-    UPDATE invitations SET used = true
-    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
+    if with_receipt:
+        source = """receipt AS (
+    INSERT INTO submission_receipts (survey_id, key_hash, received_on)
+    SELECT id, %(receipt)s, CAST(%(day)s AS DATE) FROM accepting
+    ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id AS id
 ), new_submission AS (
-    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM claimed RETURNING id
+    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM receipt RETURNING id
 )"""
     else:
         source = """new_submission AS (

@@ -39,6 +39,7 @@ def init_app(app: Flask) -> None:
         connections.create_private_sqlite_file(db.engine.url)
         connections.ping_idle_connections(db.engine)
         connections.wait_for_sqlite_writers(db.engine)
+        connections.erase_deleted_sqlite_rows(db.engine)
     csrf.init_app(app)
     login_manager.init_app(app)
     app.register_blueprint(health_bp)

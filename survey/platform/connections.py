@@ -73,3 +73,17 @@ def wait_for_sqlite_writers(engine: Engine, seconds: float = SQLITE_BUSY_SECONDS
     @event.listens_for(engine, "connect")
     def set_busy_timeout(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
+
+def erase_deleted_sqlite_rows(engine: Engine) -> None:
+    """Have SQLite overwrite deleted rows with zeros (``secure_delete``) instead of leaving them in free
+    pages of the file. A submission to a survey by invitation is held, then deleted from
+    ``held_submissions`` when its batch is released (survey/domain/mixing.py); without this, the held
+    row (what a code admitted, in claim order) would stay readable in the file until the page is
+    reused. The journal or WAL keeps a copy until the next checkpoint (SECURITY.md)."""
+    if engine.dialect.name != "sqlite":
+        return
+
+    @event.listens_for(engine, "connect")
+    def set_secure_delete(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.execute("PRAGMA secure_delete = ON")

@@ -11,7 +11,8 @@ from survey.domain.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.invitations import check_code, normalize
 from survey.domain.models import Survey, today
-from survey.domain.submissions import FormCache, SubmissionForm, record_submission, submission_form
+from survey.domain.receipts import ALREADY_RECEIVED_MESSAGE
+from survey.domain.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
 from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
@@ -22,6 +23,11 @@ from .page import contact_href, option_label, survey_page
 FIELD_PREFIX = "q_"
 #: The answer to every stored submission, encoded once (it runs once per respondent).
 STORED = json.dumps({"status": "stored", "message": "Thank you: your randomized answers were stored."})
+ALREADY = json.dumps({"status": "already received", "message": ALREADY_RECEIVED_MESSAGE})
+#: What a JSON submission may carry.
+BODY_FIELDS = {"answers", "invitation", "submission_key"}
+#: Form fields that are not answers.
+NOT_ANSWERS = ("csrf_token", "invitation", "submission_key")
 
 
 def _survey_or_404(slug: str) -> Survey:
@@ -41,7 +47,9 @@ def _contact_href(contact: str) -> str | None:
     return contact_href(contact)
 
 
-def _render_form(survey: Survey, error: str | None = None, status: int = 200, invitation: str = ""):
+def _render_form(
+    survey: Survey, error: str | None = None, status: int = 200, invitation: str = "", submission_key: str = ""
+):
     """The survey page, or why it cannot be shown: closed (409 to a post), or by invitation without a
     usable code (403). Every response that shows the questions is made here, after both checks, so
     a survey by invitation shows its questions to holders of a valid code only, whatever went wrong."""
@@ -58,7 +66,12 @@ def _render_form(survey: Survey, error: str | None = None, status: int = 200, in
     else:
         invitation = ""
     page = survey_page(survey)
-    return render_template("respond/survey.html", page=page, error=error, invitation=invitation), status
+    return (
+        render_template(
+            "respond/survey.html", page=page, error=error, invitation=invitation, submission_key=submission_key
+        ),
+        status,
+    )
 
 
 def _invitation_page(survey: Survey, refusal: Forbidden, typed: str | None = ""):
@@ -96,38 +109,57 @@ def _form_or_404(slug: str) -> SubmissionForm:
     return form
 
 
+def _record(form: SubmissionForm, answers: Any, invitation: str | None, key: str | None) -> Recorded:
+    return record_submission(
+        db.session,
+        form,
+        answers,
+        invitation=invitation,
+        cache=_forms(),
+        key=key,
+        batch=current_app.config["ANONYMITY_BATCH"],
+    )
+
+
 @bp.post("/s/<slug>")
 def submit_form(slug: str):
-    """The form post: reported values only, in fields ``q_<question key>``."""
+    """The form post: reported values only, in fields ``q_<question key>``, and the page's
+    ``submission_key`` (a resend of a stored submission is received once)."""
     form = _form_or_404(slug)
     answers: dict[str, Any] = {}
     invitation = request.form.get("invitation", "")
+    key = request.form.get("submission_key", "")
     g.carries_code = bool(invitation)
     for name in request.form:
-        if name in ("csrf_token", "invitation"):
+        if name in NOT_ANSWERS:
             continue
         values = request.form.getlist(name)
         # The page shown again with the reason checks first that this respondent may see it.
         if not name.startswith(FIELD_PREFIX):
             message = f"Unexpected field {name!r}. Nothing was stored."
-            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation)
+            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         if len(values) > 1:
             message = f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored."
-            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation)
+            return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
-        record_submission(db.session, form, answers, invitation=invitation, cache=_forms())
+        recorded = _record(form, answers, invitation, key)
     except DomainError as error:
         survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and isinstance(error, Forbidden):
             return _invitation_page(survey, error)
-        return _render_form(survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation)
-    return redirect(url_for("respond.thanks", slug=slug), code=303)
+        return _render_form(
+            survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation, submission_key=key
+        )
+    return redirect(url_for("respond.thanks", slug=slug, again=1 if recorded.already else None), code=303)
 
 
 @bp.get("/s/<slug>/thanks")
 def thanks(slug: str):
-    return render_template("respond/thanks.html", survey=_survey_or_404(slug))
+    """Thanks; ``again=1`` when a resend found its answers already received (stored once)."""
+    return render_template(
+        "respond/thanks.html", survey=_survey_or_404(slug), already_received=request.args.get("again") == "1"
+    )
 
 
 @bp.get("/s/<slug>/preview")
@@ -160,6 +192,14 @@ def privacy(slug: str):
     )
 
 
+def _idempotency_header() -> str | None:
+    """The ``Idempotency-Key`` header's value, unquoted (the IETF draft sends it as a quoted string)."""
+    value = request.headers.get("Idempotency-Key")
+    if value is not None and len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    return value
+
+
 def _api_error(message: str, status: int, *path: str):
     return json_error(DomainError(message, status=status, path=path))
 
@@ -178,14 +218,25 @@ def submit_json(slug: str):
         body = parse_json(request.get_data(cache=False), "the body")
     except DomainError as error:
         return json_error(error)
-    if not isinstance(body, dict) or "answers" not in body or not set(body) <= {"answers", "invitation"}:
-        return _api_error('the body must be an object with the field "answers" (and "invitation" if needed)', 400)
+    if (
+        not isinstance(body, dict)
+        or "answers" not in body
+        or not set(body) <= {"answers", "invitation", "submission_key"}
+    ):
+        return _api_error(
+            'the body must be an object with the field "answers" (and "invitation" and "submission_key" if needed)', 400
+        )
     invitation = body.get("invitation")
     if invitation is not None and not isinstance(invitation, str):
         return _api_error('"invitation" must be the invitation code as text', 400, "invitation")
+    key = body.get("submission_key", _idempotency_header())
+    if key is not None and not isinstance(key, str):
+        return _api_error('"submission_key" must be text', 400, "submission_key")
     try:
-        record_submission(db.session, form, body["answers"], invitation=invitation, cache=_forms())
+        recorded = _record(form, body["answers"], invitation, key)
     except DomainError as error:
         return json_error(error)
+    if recorded.already:
+        return Response(ALREADY, status=200, mimetype="application/json")
     current_app.logger.debug("submission stored")
     return Response(STORED, status=201, mimetype="application/json")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Response, jsonify, render_template, request, send_file, stream_with_context
+from flask import Response, current_app, jsonify, render_template, request, send_file, stream_with_context
 from flask_login import current_user, login_required
 
 from survey.domain.access import survey_for, visible_surveys
@@ -30,6 +30,7 @@ from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.labelled import labelled_file
 from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timeline
+from survey.domain.mixing import held_count
 from survey.domain.models import Question, Survey
 from survey.domain.rscript import r_script
 from survey.domain.tallies import (
@@ -184,6 +185,8 @@ def survey(slug: str):
         alternatives=ALTERNATIVES,
         wide=WIDE_HALF_WIDTH,
         submissions=counts.submissions,
+        held=held_count(db.session, survey.id) if survey.access == "invitation" else 0,
+        batch=current_app.config["ANONYMITY_BATCH"],
         total_epsilon=epsilon_text(results_total_epsilon(results)),
         sections=sections,
         numbers=number_results(db.session, survey, counts),

@@ -1,0 +1,271 @@
+"""Submissions to a survey by invitation are released in batches, so the database cannot tie a code to its answers.
+
+A code is claimed in the same transaction that stores what it admitted: a code must be used up
+exactly when its submission is stored. On PostgreSQL every row a transaction writes carries that
+transaction's id (the system column ``xmin``), lands where the table's free space is at that moment
+(``ctid``), and takes the next number of a sequence; SQLite's rowids and pages follow time the same
+way. Anyone who can read the database could then join each used code to its submission through the
+shared ``xmin``, the physical order, the id order, or the running tallies the transaction touched.
+
+So a coded submission is not written into ``submissions`` at once. Its transaction claims the code
+and stores the reported values in ``held_submissions`` (plus the key's receipt). When a survey holds
+:data:`BATCH` of them, one transaction releases them all: it deletes the held rows, and inserts the
+batch's submissions and answers in a uniformly random order (so ids and physical places are a random
+permutation within the batch), all with the same date (the latest day among them), and adds the
+whole batch to the running tallies at once. Every row the release writes carries the release's
+``xmin``; the codes' rows carry their claims' ``xmin``, which tells only which batch each code went
+to. Among a batch's submissions, nothing left in the tables links one to a particular code better
+than chance: one in :data:`BATCH`, once :data:`BATCH` - 1 further submissions have arrived.
+
+When a survey stops accepting answers (closed, or past its closing date) with fewer than a batch
+held, they are released with as many of the survey's most recent released submissions as make a
+full batch, re-inserted together (new ids, one date), so that the last ones are mixed among as many
+as the rest. A survey with fewer submissions than a batch in all is released as one group: nobody
+can be hidden among more submissions than there are.
+
+What remains is outside the tables: the server's memory while a request runs, PostgreSQL's
+write-ahead log and old row versions in the tables' pages until vacuuming and the log's recycling
+overwrite them, and backups made meanwhile (SECURITY.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy.orm import Session
+
+from .base import begin_writing
+from .models import (
+    TALLY_SHARDS,
+    Answer,
+    DayTally,
+    HeldSubmission,
+    Submission,
+    Survey,
+    accepting_on,
+    today,
+)
+
+#: How many coded submissions are released together: each is hidden among this many.
+BATCH = 10
+
+_random = secrets.SystemRandom()
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """What the tallies need to know of a question: whether its answers are randomized (day tallies)
+    and whether they enter the pair tallies."""
+
+    randomized: bool
+    paired: bool
+
+
+def held_count(session: Session, survey_id: int) -> int:
+    """How many submissions the survey holds, waiting for a batch to fill."""
+    return session.scalar(select(func.count()).where(HeldSubmission.survey_id == survey_id)) or 0
+
+
+def hold(session: Session, survey_id: int, day: dt.date, values: Mapping[int, int]) -> int:
+    """Add one checked submission to the survey's held ones, in the caller's transaction; returns how
+    many the survey holds now (this one included)."""
+    session.execute(
+        insert(HeldSubmission).values(
+            survey_id=survey_id, held_on=day, answers=[[q, v] for q, v in sorted(values.items())]
+        )
+    )
+    return held_count(session, survey_id)
+
+
+def release(
+    session: Session,
+    survey_id: int,
+    kinds: Mapping[int, Kinds],
+    batch: int = BATCH,
+    force: bool = False,
+) -> int:
+    """Release the survey's held submissions if there are at least ``batch`` of them (or any, with
+    ``force``); commits, and returns how many were released (0 if none).
+
+    Racing releases of one survey serialize on the held rows (PostgreSQL) or the write lock (SQLite):
+    each held row is released once. ``kinds`` maps every question id of the survey to its
+    :class:`Kinds`.
+    """
+    begin_writing(session)
+    held = session.execute(
+        delete(HeldSubmission)
+        .where(HeldSubmission.survey_id == survey_id)
+        .returning(HeldSubmission.held_on, HeldSubmission.answers)
+    ).all()
+    if not held or (len(held) < batch and not force):
+        session.rollback()
+        return 0
+    group: list[tuple[dt.date, list[tuple[int, int]]]] = [
+        (day if isinstance(day, dt.date) else dt.date.fromisoformat(day), [(int(q), int(v)) for q, v in answers])
+        for day, answers in held
+    ]
+    new = [answers for _, answers in group]
+    if len(group) < batch:
+        group += _take_back_latest(session, survey_id, batch - len(group), kinds)
+    day = max(d for d, _ in group)
+    _random.shuffle(group)
+    # One multi-row insert: the ids come in the order the rows are listed, and the i-th smallest id
+    # goes to the i-th submission of the shuffled group.
+    ids = sorted(
+        session.scalars(
+            insert(Submission)
+            .values([{"survey_id": survey_id, "submitted_on": day}] * len(group))
+            .returning(Submission.id)
+        )
+    )
+    rows = [
+        {"submission_id": submission_id, "question_id": q, "value": v}
+        for submission_id, (_, answers) in zip(ids, group, strict=True)
+        for q, v in answers
+    ]
+    if rows:
+        session.execute(insert(Answer), rows)
+    _count(session, survey_id, new, [answers for _, answers in group], day, kinds)
+    session.commit()
+    return len(held)
+
+
+def release_if_closed(session: Session, survey: Survey, batch: int = BATCH) -> int:
+    """Release whatever the survey holds once it no longer accepts answers (closed, archived, or past
+    its closing date): no batch can fill any more. Cheap when nothing is held (one count)."""
+    if survey.status == "draft" or accepting_on(survey.status, survey.opens_on, survey.closes_on, today())[0]:
+        return 0
+    if held_count(session, survey.id) == 0:
+        return 0
+    return release(session, survey.id, question_kinds(survey), batch, force=True)
+
+
+def question_kinds(survey: Survey) -> dict[int, Kinds]:
+    """The :class:`Kinds` of each of the survey's questions, from its models."""
+    return {q.id: Kinds(q.is_randomized, q.kind != "number") for q in survey.questions}
+
+
+def _take_back_latest(
+    session: Session, survey_id: int, count: int, kinds: Mapping[int, Kinds]
+) -> list[tuple[dt.date, list[tuple[int, int]]]]:
+    """Remove the survey's ``count`` most recently released submissions (the highest ids: a random
+    part of the last batch) to release them again with the last few held ones, and take their days
+    out of the day tallies (the group gets one date). Their other tallies stay as they are."""
+    rows = session.execute(
+        select(Submission.id, Submission.submitted_on)
+        .where(Submission.survey_id == survey_id)
+        .order_by(Submission.id.desc())
+        .limit(count)
+    ).all()
+    if not rows:
+        return []
+    ids = [r[0] for r in rows]
+    answers: dict[int, list[tuple[int, int]]] = {i: [] for i in ids}
+    for submission_id, q, v in session.execute(
+        select(Answer.submission_id, Answer.question_id, Answer.value)
+        .where(Answer.submission_id.in_(ids))
+        .order_by(Answer.submission_id, Answer.question_id)
+    ):
+        answers[submission_id].append((q, v))
+    days = {r[0]: r[1] for r in rows}
+    taken = Counter((q, v, days[i]) for i in ids for q, v in answers[i] if kinds.get(q, Kinds(False, False)).randomized)
+    _uncount_days(session, taken)
+    session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
+    session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
+    return [(days[i], answers[i]) for i in ids]
+
+
+def _uncount_days(session: Session, taken: Counter[tuple[int, int, dt.date]]) -> None:
+    """Subtract ``taken`` from the day tallies, shard by shard, deleting rows that reach zero."""
+    for (q, v, day), count in sorted(taken.items()):
+        rows = session.execute(
+            select(DayTally.shard, DayTally.count)
+            .where(DayTally.question_id == q, DayTally.value == v, DayTally.day == day)
+            .order_by(DayTally.shard)
+        ).all()
+        for shard, have in rows:
+            if count <= 0:
+                break
+            take = min(count, have)
+            count -= take
+            where = (DayTally.question_id == q, DayTally.value == v, DayTally.day == day, DayTally.shard == shard)
+            if take == have:
+                session.execute(delete(DayTally).where(*where).execution_options(synchronize_session=False))
+            else:
+                session.execute(DayTally.__table__.update().where(*where).values(count=DayTally.count - take))
+        if count > 0:  # pragma: no cover - the tallies disagree with the answers: recount --fix repairs them
+            raise RuntimeError(f"day tallies of question {q} miss {count} answers on {day}")
+
+
+_UPSERTS = {
+    "answer": "INSERT INTO answer_tallies (question_id, value, shard, count) VALUES (:q, :v, :shard, :n) "
+    "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + excluded.count",
+    "submission": "INSERT INTO submission_tallies (survey_id, shard, count) VALUES (:s, :shard, :n) "
+    "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + excluded.count",
+    "pair": "INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count) "
+    "VALUES (:q, :v, :o, :ov, :shard, :n) ON CONFLICT (question_id, value, other_id, other_value, shard) "
+    "DO UPDATE SET count = pair_tallies.count + excluded.count",
+    "day": "INSERT INTO day_tallies (question_id, value, day, shard, count) VALUES (:q, :v, :day, :shard, :n) "
+    "ON CONFLICT (question_id, value, day, shard) DO UPDATE SET count = day_tallies.count + excluded.count",
+}
+
+
+def _count(
+    session: Session,
+    survey_id: int,
+    new: Sequence[Sequence[tuple[int, int]]],
+    group: Sequence[Sequence[tuple[int, int]]],
+    day: dt.date,
+    kinds: Mapping[int, Kinds],
+) -> None:
+    """Add the newly released submissions (``new``) to the answer, pair and submission tallies, and the
+    whole ``group`` (re-dated) to the day tallies, on one random shard, rows in key order (as every
+    writer of the tallies does, so that two writers never wait for each other in a circle)."""
+
+    def kind(q: int) -> Kinds:
+        return kinds.get(q, Kinds(False, False))
+
+    answers: Counter[tuple[int, int]] = Counter()
+    pairs: Counter[tuple[int, int, int, int]] = Counter()
+    for reported in new:
+        ordered = sorted(reported)
+        answers.update(ordered)
+        for i, (a, va) in enumerate(ordered):
+            for b, vb in ordered[i + 1 :]:
+                if kind(a).paired and kind(b).paired and (kind(a).randomized or kind(b).randomized):
+                    pairs[(a, va, b, vb)] += 1
+    days: Counter[tuple[int, int]] = Counter((q, v) for reported in group for q, v in reported if kind(q).randomized)
+    shard = _random.randrange(TALLY_SHARDS)
+    iso = day.isoformat() if session.get_bind().dialect.name == "sqlite" else day
+    connection = session.connection()
+    if answers:
+        connection.execute(
+            text(_UPSERTS["answer"]),
+            [{"q": q, "v": v, "shard": shard, "n": n} for (q, v), n in sorted(answers.items())],
+        )
+    if pairs:
+        connection.execute(
+            text(_UPSERTS["pair"]),
+            [
+                {"q": a, "v": va, "o": b, "ov": vb, "shard": shard, "n": n}
+                for (a, va, b, vb), n in sorted(pairs.items())
+            ],
+        )
+    if days:
+        connection.execute(
+            text(_UPSERTS["day"]),
+            [{"q": q, "v": v, "day": iso, "shard": shard, "n": n} for (q, v), n in sorted(days.items())],
+        )
+    if new:
+        connection.execute(text(_UPSERTS["submission"]), {"s": survey_id, "shard": shard, "n": len(new)})
+
+
+def kinds_of(fields: Sequence[Any]) -> dict[int, Kinds]:
+    """The :class:`Kinds` of a submission form's fields (:class:`survey.domain.submissions.Field`)."""
+    return {f.id: Kinds(f.randomized, f.paired) for f in fields}
