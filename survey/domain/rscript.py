@@ -131,8 +131,9 @@ summarize_number <- function(design, column) {
   x <- column[!is.na(column)]
   n <- length(x)
   row <- data.frame(question_key = design$key, variable = design$variable, n = n, option_code = NA,
-                    option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_, consistent = NA_real_, standard_error = NA_real_,
-                    ci_low = NA_real_, ci_high = NA_real_, interval_method = "", stringsAsFactors = FALSE)
+                    option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_,
+                    consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
+                    interval_method = "", stringsAsFactors = FALSE)
   if (n == 0) return(row)
   row$unbiased <- row$consistent <- mean(x)
   if (n >= 2) {
@@ -153,9 +154,9 @@ estimate_question <- function(design, column) {
   counts <- tabulate(codes + 1, nbins = k)
   n <- sum(counts)
   rows <- data.frame(question_key = design$key, variable = design$variable, n = n, option_code = 0:(k - 1),
-                     option_label = design$labels, reported_count = counts, observed_share = NA_real_, unbiased = NA_real_,
-                     consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
-                     interval_method = "", stringsAsFactors = FALSE)
+                     option_label = design$labels, reported_count = counts, observed_share = NA_real_,
+                     unbiased = NA_real_, consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_,
+                     ci_high = NA_real_, interval_method = "", stringsAsFactors = FALSE)
   if (n == 0) return(rows)
   lambda <- counts / n
   Qinv <- solve(Q)
@@ -235,7 +236,7 @@ def r_script(survey: Survey) -> str:
         "# The design matrices below are the survey's frozen designs, in the microdata's coding\n"
         "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix, and a\n"
         "# number question is summarized by its mean. Each question is found in the microdata by its\n"
-        "# variable name (docs/exports.md, \"Variable names\"). Every text is written with \\u escapes, so\n"
+        '# variable name (docs/exports.md, "Variable names"). Every text is written with \\u escapes, so\n'
         "# that the script means the same in every locale R may run in.\n"
     )
     starts = ", ".join(_r_string(start) for start in FORMULA_STARTS)
