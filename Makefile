@@ -40,14 +40,29 @@ chromium:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-# Debian's R for the tests that load the exports in R as docs/exports.md says (base R reads the CSV
-# and, with its recommended package foreign, the SPSS file).
+# Debian's R for the tests that load the exports in R as docs/exports.md says: base R reads the CSVs
+# and runs the survey's script, foreign and haven the SPSS file, haven the Stata file (format 118),
+# jsonlite the codebook. And the locales R may read a script in whose two-byte characters can end in
+# the byte of a backslash (GBK, GB18030, Big5, Big5-HKSCS, Shift-JIS: Windows' code pages 936, 950 and
+# 932 have the same bytes), in which tests/test_exports_trust.py runs the script with hostile labels.
+R_PACKAGES := r-cran-foreign r-cran-haven r-cran-jsonlite
+R_LOCALES := zh_CN.GBK:zh_CN:GBK zh_CN.GB18030:zh_CN:GB18030 zh_TW.BIG5:zh_TW:BIG5 \
+	zh_HK.BIG5-HKSCS:zh_HK:BIG5-HKSCS ja_JP.SJIS:ja_JP:SHIFT_JIS
 r:
-	@if ! command -v Rscript >/dev/null || ! Rscript -e "library(foreign)" >/dev/null 2>&1; then \
-		echo "Installing Debian's R (r-base-core, r-cran-foreign) for the export tests..."; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq r-base-core r-cran-foreign >/dev/null; \
-	fi
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	if ! command -v Rscript >/dev/null || ! Rscript -e "library(foreign); library(haven); library(jsonlite)" >/dev/null 2>&1 \
+		|| ! command -v localedef >/dev/null; then \
+		echo "Installing Debian's R (r-base-core, $(R_PACKAGES)) and locales for the export tests..."; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq r-base-core >/dev/null \
+		&& DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(R_PACKAGES) locales >/dev/null; \
+	fi; \
+	for spec in $(R_LOCALES); do \
+		name=$${spec%%:*}; rest=$${spec#*:}; source=$${rest%%:*}; charmap=$${rest#*:}; \
+		if [ "$$(LC_ALL=$$name locale charmap 2>/dev/null)" != "$$charmap" ]; then \
+			echo "Generating the locale $$name for the export tests..."; \
+			$$SUDO localedef --no-warnings=ascii -i $$source -f $$charmap $$name; \
+		fi; \
+	done
 
 # Debian's wrk, the load generator of the ingest benchmark.
 wrk:

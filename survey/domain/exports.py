@@ -5,7 +5,10 @@ The estimates are exactly those of the results page: they come from :func:`surve
 microdata hold reported values only, the values the respondents' browsers sent; with the codebook's
 matrices they are enough to redo every estimate in R or Python (the R script, :mod:`survey.domain.rscript`,
 does). Codes are the researcher's (:mod:`survey.domain.coding`: yes = 1, no = 0) in every file, and
-the codebook's matrices use the same coding. Every field is described in ``docs/exports.md``.
+the codebook's matrices use the same coding. A question's column is named by
+:func:`survey.domain.variable_names.variable_names` in every file (its key, unless the key is a
+reserved word or too long for R, Stata or SPSS), and the codebook and the estimates record which
+name belongs to which key. Every field is described in ``docs/exports.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .coding import researcher_code, researcher_matrix, researcher_options, stor
 from .csvfile import ColumnType, CsvTable
 from .models import Answer, Question, Submission, Survey
 from .tallies import number_results, results_total_epsilon, survey_counts, survey_results
+from .variable_names import NAME_LIMIT, variable_names
 
 #: The confidence level of every interval in the exports.
 LEVEL = 0.95
@@ -32,6 +36,7 @@ LEVEL = 0.95
 ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
     ("survey_slug", "text"),
     ("question_key", "text"),
+    ("variable", "text"),
     ("question_text", "text"),
     ("kind", "text"),
     ("randomized", "number"),
@@ -64,6 +69,15 @@ MATRIX_NOTE = (
     "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
     "rows are reported codes, columns are true codes, and every column sums to 1. Codes are the "
     "microdata's (a yes/no question: 0 = no, 1 = yes)."
+)
+
+VARIABLE_NAMES_NOTE = (
+    "Each question's column is named by its key, unless the key is a reserved word in R, Stata or SPSS "
+    f"or longer than {NAME_LIMIT} characters: then by the first of the key cut to {NAME_LIMIT} characters, "
+    "the key cut shorter with _1, _2, ... appended, that is reserved nowhere and not the name of another "
+    "column (keys that need no renaming keep their names). The same names are used in every file: the "
+    "microdata (CSV, SPSS, Stata), the R script and the estimates (their variable column). "
+    "questions[].variable and columns[].question give the pairs."
 )
 
 CODING_NOTE = (
@@ -109,6 +123,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
     """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
     counts = survey_counts(session, survey)
     results = survey_results(session, survey, counts)
+    names = variable_names([q.key for q in survey.questions])
     return {
         "survey": {
             "slug": survey.slug,
@@ -120,11 +135,14 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
         **_epsilon_fields(results_total_epsilon(results)),
         "level": level,
         "coding": CODING_NOTE,
-        "questions": _in_survey_order(
-            survey,
-            [_researcher_coded(result.question, result.to_dict(level)) for result in results]
-            + [summary.to_dict() for summary in number_results(session, survey, counts)],
-        ),
+        "questions": [
+            {"key": item["key"], "variable": names[item["key"]], **item}
+            for item in _in_survey_order(
+                survey,
+                [_researcher_coded(result.question, result.to_dict(level)) for result in results]
+                + [summary.to_dict() for summary in number_results(session, survey, counts)],
+            )
+        ],
     }
 
 
@@ -163,6 +181,7 @@ def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
     return [
         survey.slug,
         q["key"],
+        q["variable"],
         q["text"],
         q["kind"],
         0,
@@ -195,6 +214,7 @@ def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterat
             yield [
                 survey.slug,
                 q["key"],
+                q["variable"],
                 q["text"],
                 q["kind"],
                 1 if q["randomized"] else 0,
@@ -229,8 +249,9 @@ def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str
 
 
 def microdata_columns(survey: Survey) -> list[str]:
-    """The header: fixed columns, then one per question key in survey order (the codebook's order)."""
-    return [*MICRODATA_FIXED_COLUMNS, *(q.key for q in survey.questions)]
+    """The header: fixed columns, then one per question in survey order (the codebook's order),
+    named by :func:`survey.domain.variable_names.variable_names`."""
+    return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
 
 
 def microdata_csv(
@@ -321,10 +342,11 @@ def _design_entry(question: Question) -> dict[str, Any] | None:
     }
 
 
-def _codebook_question(question: Question) -> dict[str, Any]:
+def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
     if question.is_number:
         return {
             "key": question.key,
+            "variable": variable,
             "text": question.text,
             "kind": question.kind,
             "randomized": False,
@@ -336,6 +358,7 @@ def _codebook_question(question: Question) -> dict[str, Any]:
         }
     return {
         "key": question.key,
+        "variable": variable,
         "text": question.text,
         "kind": question.kind,
         "randomized": question.is_randomized,
@@ -348,7 +371,7 @@ def _codebook_question(question: Question) -> dict[str, Any]:
     }
 
 
-def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
+def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, Any]]:
     columns: list[dict[str, Any]] = [
         {"name": "submission", "type": "integer", "description": "Row number 1..N in the order stored."},
         {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
@@ -357,7 +380,7 @@ def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
         if q.is_number:
             columns.append(
                 {
-                    "name": q.key,
+                    "name": names[q.key],
                     "type": "integer or empty",
                     "question": q.key,
                     "description": f"The number answered, from {q.minimum} to {q.maximum} (not randomized); "
@@ -370,7 +393,7 @@ def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
             what += " (1 = yes, 0 = no)"
         columns.append(
             {
-                "name": q.key,
+                "name": names[q.key],
                 "type": "integer or empty",
                 "question": q.key,
                 "description": f"The {what}; empty when the question was not answered.",
@@ -381,13 +404,15 @@ def _codebook_columns(survey: Survey) -> list[dict[str, Any]]:
 
 def codebook(survey: Survey) -> dict[str, Any]:
     """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
+    names = variable_names([q.key for q in survey.questions])
     return {
         "survey": {"slug": survey.slug, "title": survey.title, "status": survey.status},
         "microdata_file": f"{survey.slug}-responses.csv",
         "r_script": f"{survey.slug}-estimates.R",
         "coding": CODING_NOTE,
-        "columns": _codebook_columns(survey),
-        "questions": [_codebook_question(q) for q in survey.questions],
+        "variable_names": VARIABLE_NAMES_NOTE,
+        "columns": _codebook_columns(survey, names),
+        "questions": [_codebook_question(q, names[q.key]) for q in survey.questions],
         **_epsilon_fields(survey.total_epsilon()),
         "how_to_estimate": HOW_TO_ESTIMATE,
     }

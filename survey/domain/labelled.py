@@ -5,7 +5,9 @@ no = 0, a choice question's options 0 .. k-1, a number question's value as answe
 question missing. What the CSV cannot carry is carried here: each variable's label is its question's
 text, and each coded variable has value labels, so SPSS and Stata (and R through ``haven``) show
 "Yes"/"No" instead of bare codes. pyreadstat writes both formats (it is what pandas itself uses to
-read them).
+read them). Columns have the names every export uses (:mod:`survey.domain.variable_names`), valid in
+SPSS and Stata alike, and the Stata file is format 118 (Stata 14 and later), the one docs/exports.md
+names and R's ``haven`` reads.
 
 The file is built in memory: a table of integers, 1,000,000 submissions of 10 questions is about
 100 MB in pandas, which the download streams from a temporary file.
@@ -27,10 +29,14 @@ from sqlalchemy.orm import Session
 from .coding import researcher_options
 from .exports import MICRODATA_FIXED_COLUMNS, microdata_columns, microdata_rows
 from .models import Survey
+from .variable_names import variable_names
 
-#: Stata's limits: a variable name of at most 32 characters and a variable label of at most 80.
-STATA_NAME_LIMIT = 32
+#: Stata's limit on a variable label and the file's label: 80 characters.
 STATA_LABEL_LIMIT = 80
+
+#: The .dta format pyreadstat writes for Stata 14 (format 118): what docs/exports.md promises, read by
+#: Stata 14 and later and by R's haven (``foreign::read.dta`` stops at format 115).
+STATA_VERSION = 14
 
 #: SPSS keeps a file's note as lines of at most 80 bytes.
 SPSS_NOTE_WIDTH = 80
@@ -59,6 +65,8 @@ def microdata_frame(session: Session, survey: Survey) -> pd.DataFrame:
 
 
 def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
+    """Variable labels and value labels, by column name."""
+    names = variable_names([q.key for q in survey.questions])
     column_labels = {
         MICRODATA_FIXED_COLUMNS[0]: "Row number (order stored)",
         MICRODATA_FIXED_COLUMNS[1]: "Day of the submission",
@@ -66,26 +74,10 @@ def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
     value_labels: dict[str, dict[int, str]] = {}
     for q in survey.questions:
         randomized = " [randomized report]" if q.is_randomized else ""
-        column_labels[q.key] = f"{q.text}{randomized}"
+        column_labels[names[q.key]] = f"{q.text}{randomized}"
         if q.kind != "number":
-            value_labels[q.key] = {o["code"]: o["label"] for o in researcher_options(q)}
+            value_labels[names[q.key]] = {o["code"]: o["label"] for o in researcher_options(q)}
     return column_labels, value_labels
-
-
-def stata_names(names: list[str]) -> dict[str, str]:
-    """Column names cut to Stata's 32 characters, kept distinct (a question key may have 40)."""
-    result: dict[str, str] = {}
-    used: set[str] = set()
-    for name in names:
-        short = name[:STATA_NAME_LIMIT]
-        i = 1
-        while short in used:
-            suffix = f"_{i}"
-            short = name[: STATA_NAME_LIMIT - len(suffix)] + suffix
-            i += 1
-        used.add(short)
-        result[name] = short
-    return result
 
 
 def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> None:
@@ -106,17 +98,19 @@ def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> N
             variable_value_labels=value_labels,
             note=textwrap.wrap(note, SPSS_NOTE_WIDTH),
             variable_format={name: "F8.0" for name in frame.columns if name != MICRODATA_FIXED_COLUMNS[1]},
-            variable_measure={q.key: ("scale" if q.kind == "number" else "nominal") for q in survey.questions},
+            variable_measure={
+                name: ("nominal" if name in value_labels else "scale")
+                for name in frame.columns[len(MICRODATA_FIXED_COLUMNS) :]
+            },
         )
     elif kind == "dta":
-        names = stata_names(list(frame.columns))
-        frame = frame.rename(columns=names)
         pyreadstat.write_dta(
             frame,
             str(path),
             file_label=survey.title[:STATA_LABEL_LIMIT],
-            column_labels={names[k]: v[:STATA_LABEL_LIMIT] for k, v in column_labels.items()},
-            variable_value_labels={names[k]: v for k, v in value_labels.items()},
+            column_labels={name: label[:STATA_LABEL_LIMIT] for name, label in column_labels.items()},
+            variable_value_labels=value_labels,
+            version=STATA_VERSION,
         )
     else:
         raise ValueError(f"unknown format {kind!r}")

@@ -188,6 +188,13 @@ def chosen_set_by(params: Mapping[str, Any], design: Design) -> str:
     return EPSILON.name if has_eps else level
 
 
+def _as_float(typed: Any) -> float:
+    try:
+        return float(typed)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
 def plain_message(error: DomainError, design: Design | None, typed: Mapping[str, Any]) -> str:
     """The builder's words for ``error``: what the input at fault must hold, from the registry's
     :attr:`~survey.privacy.designs.Parameter.rule` ("ε (epsilon) must be a number greater than 0,
@@ -204,6 +211,9 @@ def plain_message(error: DomainError, design: Design | None, typed: Mapping[str,
     named = label if label.startswith("ε") else "the " + re.sub(r"^(\W?)(\w)", lambda m: m[1] + m[2].lower(), label)
     if validation.is_blank(typed.get(parameter.field)):
         return f"Type {named}: {parameter.rule}."
+    if parameter is EPSILON and EPSILON.contains(_as_float(typed.get(parameter.field))):
+        return error.message  # an ε above 0 refused: too small for the design, which the message says
+
     return f"{named if named.startswith('ε') else named[:1].upper() + named[1:]} must be {parameter.rule}."
 
 

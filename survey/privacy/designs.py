@@ -150,12 +150,24 @@ class Design:
             if given[p.name] is None:
                 raise ParameterError(p.name, f"{p.name} is missing")
         if set_by == EPSILON.name:
-            level = {"epsilon": value} if self.epsilon_in_spec else {self.level.name: self.solve(value, given, k)}
+            level = {"epsilon": value} if self.epsilon_in_spec else {self.level.name: self._solved(value, given, k)}
         elif set_by == self.level.name:
             level = {self.level.name: value}
         else:
             raise ParameterError(set_by, f"{self.name} is set by epsilon or {self.level.name}, not {set_by}")
         return {"design": self.id, **level, **given}
+
+    def _solved(self, epsilon: Any, given: Mapping[str, Any], k: int) -> Any:
+        """The level parameter for ``epsilon``. Solving builds the design's mechanism, which refuses a
+        matrix too close to singular with a plain ValueError; an ε that small (1e-12 for forced
+        response: nearly every report forced) is the ε's fault, and is refused naming it."""
+        try:
+            return self.solve(epsilon, given, k)
+        except ParameterError:
+            raise
+        except ValueError as error:
+            message = f"ε = {float(epsilon):g} is too small for this design ({error})"
+            raise ParameterError(EPSILON.name, message) from None
 
     def mechanism(self, privacy: Mapping[str, Any], labels: Sequence[str] | None = None) -> Mechanism:
         """The mechanism ``privacy`` (the spec's object) describes for options ``labels`` (a yes/no

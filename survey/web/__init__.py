@@ -17,12 +17,13 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     """Register every blueprint, and what they share (:func:`survey.web.common.init_app`)."""
-    from . import auth, common
+    from . import auth, common, ids
     from .admin import bp as admin_bp
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
     from .results import bp as results_bp
 
+    ids.init_app(app)
     auth.init_app(app)
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)

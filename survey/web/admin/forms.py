@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, IntegerField, StringField
-from wtforms.validators import DataRequired, InputRequired, Length, Optional
+from wtforms import BooleanField, StringField
+from wtforms.validators import DataRequired, Length, Optional
 
 from survey.domain.links import MAX_EMAIL_LENGTH, MAX_USERNAME_LENGTH
 
 from ..common import FormErrors
+from ..ids import IdField
 
 
 class CreateUserForm(FormErrors, FlaskForm):
@@ -32,4 +33,4 @@ class CreateUserForm(FormErrors, FlaskForm):
 class UserActionForm(FlaskForm):
     """One button on one user's row (disable, enable, new password link, administrator's role)."""
 
-    user_id = IntegerField(validators=[InputRequired()])
+    user_id = IdField()

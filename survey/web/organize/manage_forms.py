@@ -28,6 +28,7 @@ from survey.domain.models import ACCESS_MODES
 from survey.domain.sharing import ROLE_DESCRIPTIONS
 
 from ..common import FormErrors
+from ..ids import IdField
 
 ACCESS_LABELS = {
     "link": "Open link: anyone with the survey's link may answer, once or more",
@@ -93,11 +94,11 @@ class AddressForm(FormErrors, FlaskForm):
 
 
 class RemoveMemberForm(FlaskForm):
-    user_id = IntegerField(validators=[InputRequired()])
+    user_id = IdField()
 
 
 class WithdrawInvitationForm(FlaskForm):
-    link_id = IntegerField(validators=[InputRequired()])
+    link_id = IdField()
 
 
 class ImportForm(FlaskForm):
