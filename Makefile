@@ -100,6 +100,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md
 	@$(MAKE) --no-print-directory wrk
 	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
+	$(BIN)/python benchmarks/held_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/held_ingest.md
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis
