@@ -162,7 +162,9 @@ def test_an_existing_user_is_offered_the_role_by_address_and_told_by_mail(app, s
         response = invite(signed_in, "BOB@example.org")
         assert response.status_code == 303
         message = signed_in.get(response.headers["Location"]).get_data(as_text=True)
-        assert "bob@example.org is invited as a researcher" in message and "An e-mail went to bob@example.org" in message
+        assert (
+            "bob@example.org is invited as a researcher" in message and "An e-mail went to bob@example.org" in message
+        )
         assert ">bob<" not in message  # the username behind the address is not shown
         [mail] = mailbox.messages
         assert mail["To"] == "bob@example.org" and "Small test survey" in mail["Subject"]
