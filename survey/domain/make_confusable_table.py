@@ -10,7 +10,8 @@ Unicode Consortium for every Unicode version. The table keeps every mapping of `
 Default_Ignorable_Code_Point, which the skeleton drops. Nothing is filtered by this Python's own
 character database, which is older than Unicode's newest files. The source files' versions and
 SHA-256 hashes are written into the table, so anyone can check it against the files Unicode
-publishes by running this again.
+publishes by running this again. A new table changes some skeletons: give existing users their
+new ``username_key`` in a migration, as ``0011_accounts_trust`` does.
 
 Why a generated table rather than a library: the libraries on PyPI that were checked either do not
 compute a UTS #39 skeleton at all (``confusable_homoglyphs`` flags mixed-script strings, so an
