@@ -6,9 +6,8 @@ from flask import flash, make_response, redirect, render_template, request, url_
 from flask_login import current_user, login_required, login_user, logout_user
 
 from survey.domain.accounts import authenticate, end_session, start_session
-from survey.domain.errors import DomainError
+from survey.domain.errors import DomainError, Forbidden
 from survey.domain.links import (
-    ACCOUNTS_BY_ADMINISTRATORS,
     accept_account_invitation,
     live_link,
     may_make_accounts,
@@ -129,7 +128,7 @@ def link():
         db.session.rollback()
         if error.status == 404:  # used by another request meanwhile
             return _link_page(None, status=404)
-        if error.message == ACCOUNTS_BY_ADMINISTRATORS:
+        if isinstance(error, Forbidden):  # the inviter may no longer invite people to make accounts
             return _link_page(account_link, form, error.status, refusal=error.message)
         form.add_domain_error(error)
         return _link_page(account_link, form, error.status)
