@@ -472,8 +472,15 @@ def test_one_constant_bounds_the_margin_in_both_places(signed_in, monkeypatch):
 
 
 def pending(app) -> set[tuple[str, str, bool]]:
+    """Every role given or offered: memberships (accepted or not), and invitations that name an
+    account and wait for its answer (what sharing with an existing user makes)."""
+    from survey.domain.links import offers_for
+
     with app.app_context():
-        return {(m.user.username, m.role, m.pending) for m in db.session.scalars(select(Membership))}
+        found = {(m.user.username, m.role, m.pending) for m in db.session.scalars(select(Membership))}
+        for user in db.session.scalars(select(User)):
+            found |= {(user.username, link.role, True) for link in offers_for(db.session, user)}
+        return found
 
 
 def test_an_added_member_has_no_rights_until_they_accept(app, signed_in, small_survey, bob):

@@ -87,7 +87,7 @@ def test_an_invitation_is_mailed_and_accepted_through_its_link(live_server, mail
     invite(owner, base, "newcomer@example.org")
     expect(owner.locator("#new-invitation")).to_contain_text("The link was e-mailed to newcomer@example.org")
     expect(owner.locator("#new-invitation input")).to_have_count(0)  # the link is in the e-mail only
-    expect(owner.locator("table.people")).to_contain_text("invited to make an account")
+    expect(owner.locator("table.people")).to_contain_text("invited, not yet accepted")
     no_inline_code(owner)
 
     # the e-mail, as the local SMTP server received it

@@ -27,13 +27,14 @@ from sqlalchemy import (
     false,
     text,
 )
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
 from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
 
 from . import passwords
 from .base import Base
 from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
+from .usernames import username_digest
 
 KINDS = ("yes_no", "choice", "direct", "number")
 #: Kinds asked plainly (not randomized, not protected): a choice of options, or a whole number.
@@ -79,6 +80,10 @@ class User(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(80), unique=True)
+    #: What no two usernames may share (survey.domain.usernames): a SHA-256 hash of the confusable
+    #: skeleton of the normalized name, set with the name. Empty only for a look-alike of an older
+    #: account, made before the rule existed.
+    username_key: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
     #: Where invitations and password links are sent (lower case); optional.
@@ -113,6 +118,11 @@ class User(Base):
                 "sign users in with survey.domain.accounts.start_session, which gives the session a token"
             )
         return self.session_token
+
+    @validates("username")
+    def _keep_the_key(self, _: str, name: str) -> str:
+        self.username_key = username_digest(name) if name else None
+        return name
 
     def set_password(self, password: str) -> None:
         """Scrypt with a random salt, or the method the app configured (:mod:`survey.domain.passwords`)."""
@@ -254,6 +264,9 @@ class AccountLink(Base):
     created_on: Mapped[dt.date] = mapped_column(Date, default=today)
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
     used: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: The link reached its address by e-mail (and was shown to nobody): whoever opens it reads that
+    #: mailbox, so the account it makes may carry the address (survey.domain.links).
+    mailed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     user: Mapped[User | None] = relationship(foreign_keys=[user_id])
     invited_by: Mapped[User | None] = relationship(foreign_keys=[invited_by_id])
@@ -263,6 +276,36 @@ class AccountLink(Base):
     def addressee(self) -> str:
         """Whom the link is for, in words: the e-mail address, the name, or the user."""
         return self.email or self.name or (self.user.username if self.user else "")
+
+
+class SiteSettings(Base):
+    """What an administrator decides for the whole site, on the users page: one row (``id`` 1), or
+    none, which means every default.
+
+    ``members_invite_accounts``: whether users who are not administrators may invite someone without
+    an account to make one (survey.domain.site). Off by default: every account is then made by an
+    administrator, and ordinary users share surveys with accounts that exist.
+    """
+
+    __tablename__ = "site_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    members_invite_accounts: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class SendQuota(Base):
+    """How many invitations and e-mails one user made in one window of time (survey.domain.quota).
+
+    Counted in the database, the one store every worker process shares, so that several workers do
+    not each allow the limit; only the current window's row is kept per user.
+    """
+
+    __tablename__ = "send_quotas"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    #: the window's number: seconds since the epoch divided by the window's length
+    window_number: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    used: Mapped[int] = mapped_column(Integer)
 
 
 class Invitation(Base):

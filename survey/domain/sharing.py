@@ -8,11 +8,14 @@ The rules are deliberately flat, because a survey team is small and its members 
 - nobody can remove the owner or hand the owner a membership (they already have every right);
 - nobody changes their own role (a co-organizer demoting themselves by mistake would lock
   themselves out); they may leave the survey by removing themselves;
-- a role is an offer until the invited user accepts it (``Membership.pending``): until then it
-  grants nothing and the survey stays out of their list. Otherwise anyone could push a survey,
-  and with it texts and files of their making (a poisoned CSV), in front of any other user;
-- someone without an account is invited by e-mail address or by name (:func:`share_with`): they
-  make an account through a single-use link (survey.domain.links), then accept the role like anyone.
+- a role is an offer until the invited user accepts it: until then it grants nothing and the
+  survey stays out of their list. Otherwise anyone could push a survey, and with it texts and
+  files of their making (a poisoned CSV), in front of any other user;
+- someone new to the survey is invited by username, e-mail address or name (:func:`share_with`):
+  an invitation with a single-use link (survey.domain.links), which the account the name or address
+  belongs to (if any) also finds on its start page. The sharing form answers the same whether or
+  not an account has that name or address, and the survey's page lists the invitation as typed,
+  never the account behind it: sharing is not a way to find out who has an account here.
 
 The functions take plain values and a session, and leave committing to the caller.
 """
@@ -29,6 +32,7 @@ from .access import ORGANIZER, OWNER, RESEARCHER, allowed, role_of
 from .accounts import check_new_password, end_other_sessions
 from .errors import DomainError, NotFound
 from .models import ROLES, AccountLink, Membership, Survey, User, today
+from .quota import SendLimit, spend
 
 USERNAME = ("username",)
 
@@ -47,8 +51,10 @@ def members(survey: Survey) -> list[Membership]:
 
 @dataclass(frozen=True)
 class Offer:
-    """What sharing a survey with someone did: a role offered to (or changed for) a user, or an
-    invitation for someone without an account, with its link's token (to be sent or shown once)."""
+    """What sharing a survey with someone did: the role of a member changed (``membership``), or an
+    invitation made (``invitation``, its link's ``token`` to be sent or shown once). Whether the
+    invitation names an existing account is not part of it: the caller has no use for it, and
+    whatever it answers cannot depend on it."""
 
     membership: Membership | None = None
     invitation: AccountLink | None = None
@@ -62,77 +68,96 @@ def _check_sharing(survey: Survey, actor: User, role: str) -> None:
         raise DomainError(f"Choose one of: {', '.join(ROLE_LABELS[r] for r in ROLES)}.", path=("role",))
 
 
-def share_with(session: Session, survey: Survey, actor: User, who: str, role: str) -> Offer:
-    """Offer ``role`` on ``survey`` to ``who``: a username or an e-mail address of a user (the role
-    is offered as by :func:`add_member`), or else an e-mail address or a name of someone without an
-    account, who gets an invitation to make one (:func:`survey.domain.links.invite`)."""
+def share_with(
+    session: Session, survey: Survey, actor: User, who: str, role: str, quota: SendLimit | None = None
+) -> Offer:
+    """Offer ``role`` on ``survey`` to ``who``: a username, an e-mail address or a name.
+
+    The username of someone on the team (listed on the survey's page) changes their role. Anyone
+    else gets an invitation (:func:`survey.domain.links.invite`), which spends one unit of
+    ``actor``'s budget of invitations and e-mails (survey.domain.quota), whatever happens to it
+    next. What the inviter sees is the same whether or not an account has the name or address
+    typed: the same answer, the same row on the survey's page (what they typed), the same budget
+    spent. The account, if there is one, finds the offer on its start page; it is not told apart
+    from a name no account has, so that sharing cannot be used to look up accounts."""
     _check_sharing(survey, actor, role)
     who = (who or "").strip()
     if not who:
         raise DomainError("Give a username, an e-mail address or a name.", path=USERNAME)
-    user = links.find_user(session, who)
-    if user is not None:
-        return Offer(membership=add_member(session, survey, actor, user.username, role))
-    invitation, token = links.invite(session, survey, actor, who, role)
+    if survey.owner is not None and who == survey.owner.username:
+        raise DomainError(f"{who} owns this survey and already has every right to it.", path=USERNAME)
+    for membership in survey.memberships:
+        if membership.user.username == who:
+            if membership.user_id == actor.id:
+                raise DomainError("You cannot change your own role; ask another organizer to do it.", path=USERNAME)
+            membership.role = role  # an accepted member stays accepted, an offer stays an offer
+            return Offer(membership=membership)
+    if who == actor.username:
+        raise DomainError("You cannot change your own role; ask another organizer to do it.", path=USERNAME)
+    links.addressee_of(who)  # refuse what is neither a name nor an address before looking anything up
+    spend(session, actor, quota)
+    account = links.find_user(session, who)
+    on_team = {m.user_id for m in survey.memberships} | {survey.owner_id, actor.id}
+    if account is not None and (account.disabled or account.id in on_team):
+        account = None  # nothing to offer them: the invitation is kept like one to nobody
+    invitation, token = links.invite(session, survey, actor, who, role, account=account)
     return Offer(invitation=invitation, token=token)
 
 
-def add_member(session: Session, survey: Survey, actor: User, username: str, role: str) -> Membership:
-    """Offer ``username`` the ``role`` on ``survey`` (pending until they accept), or change the role
-    of an existing member (an accepted member stays accepted, an offer stays an offer)."""
-    _check_sharing(survey, actor, role)
-    username = (username or "").strip()
-    user = session.scalar(select(User).where(User.username == username)) if username else None
-    if user is None:
-        raise DomainError(f"There is no user called “{username}”.", path=USERNAME)
-    if user.id == survey.owner_id:
-        raise DomainError(f"{user.username} owns this survey and already has every right to it.", path=USERNAME)
-    if user.id == actor.id:
-        raise DomainError("You cannot change your own role; ask another organizer to do it.", path=USERNAME)
-    for membership in survey.memberships:
-        if membership.user_id == user.id:
-            membership.role = role
-            return membership
-    membership = Membership(user=user, role=role, pending=True)
-    survey.memberships.append(membership)
-    return membership
-
-
-def invitations_for(session: Session, user: User) -> list[Membership]:
-    """The roles offered to ``user`` and not yet accepted, newest survey first."""
-    return list(
+def invitations_for(session: Session, user: User) -> list[Membership | AccountLink]:
+    """The roles offered to ``user`` and not yet accepted, newest survey first: invitations naming
+    their account, and memberships offered to them (the team of a duplicated survey, offers made
+    before invitations named accounts). Each has ``survey`` and ``role``."""
+    pending = list(
         session.scalars(
             select(Membership)
             .join(Survey, Survey.id == Membership.survey_id)
             .where(Membership.user_id == user.id, Membership.pending.is_(True))
-            .order_by(Survey.id.desc())
         )
     )
+    seen = {m.survey_id for m in pending}
+    offers: list[Membership | AccountLink] = [*pending]
+    for link in links.offers_for(session, user):
+        if link.survey_id not in seen:
+            seen.add(link.survey_id)
+            offers.append(link)
+    return sorted(offers, key=lambda offer: -(offer.survey_id or 0))
 
 
-def _offer(session: Session, user: User, slug: str) -> Membership:
+def _offer(session: Session, user: User, slug: str) -> Membership | AccountLink:
     membership = session.scalar(
         select(Membership)
         .join(Survey, Survey.id == Membership.survey_id)
         .where(Survey.slug == slug, Membership.user_id == user.id, Membership.pending.is_(True))
     )
-    if membership is None:  # no offer to this user: as far as they can tell, no such survey
-        raise NotFound("There is no invitation to this survey.")
-    return membership
+    if membership is not None:
+        return membership
+    for link in links.offers_for(session, user):  # newest first
+        if link.survey is not None and link.survey.slug == slug:
+            return link
+    raise NotFound("There is no invitation to this survey.")  # as far as they can tell, no such survey
 
 
 def accept_invitation(session: Session, user: User, slug: str) -> Membership:
     """``user`` accepts the role offered on survey ``slug``: from now on it grants its rights."""
-    membership = _offer(session, user, slug)
-    membership.pending = False
-    return membership
+    offer = _offer(session, user, slug)
+    if isinstance(offer, AccountLink):
+        membership = links.answer_offer(session, offer, user, accept=True)
+        assert membership is not None
+        return membership
+    offer.pending = False
+    return offer
 
 
-def decline_invitation(session: Session, user: User, slug: str) -> Membership:
-    """``user`` turns the offer down; it is deleted (the survey's organizers may offer again)."""
-    membership = _offer(session, user, slug)
-    session.delete(membership)
-    return membership
+def decline_invitation(session: Session, user: User, slug: str) -> Membership | AccountLink:
+    """``user`` turns the offer down: a membership offered is deleted, an invitation stops naming
+    their account (survey.domain.links.answer_offer); the survey's organizers may offer again."""
+    offer = _offer(session, user, slug)
+    if isinstance(offer, AccountLink):
+        links.answer_offer(session, offer, user, accept=False)
+        return offer
+    session.delete(offer)
+    return offer
 
 
 def remove_member(session: Session, survey: Survey, actor: User, user_id: int) -> Membership:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Flask
 
@@ -57,6 +59,17 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # time, each in a random place with one date (survey.domain.mixing): nothing in the database
         # then ties a code to its answers better than one chance in this many.
         "ANONYMITY_BATCH": 10,
+        # The site's public address, e.g. "https://surveys.example.org" (a path after the host if the
+        # site is served under one). Every link to an account (in an e-mail, or shown to copy) is built
+        # from it, never from the request's Host header, which whoever sends the request chooses
+        # (survey.web.mailing). Unset in development: http://127.0.0.1 at the port the server listens
+        # on. Unset in production: no account link or e-mail is made (the page says why), and a
+        # warning is logged when the app starts.
+        "PUBLIC_URL": None,
+        "PUBLIC_URL_REQUIRED": False,
+        # How many invitations and e-mails one account may make (survey.domain.quota), counted in the
+        # database so that every worker process shares one count.
+        "INVITATION_RATE_LIMIT": "30 per hour",
     }
 
 
@@ -78,11 +91,17 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
     if not str(values.get("PASSWORD_HASH_METHOD", "scrypt")).startswith("scrypt"):
         # the tests' cheap hash must never reach a server: a leaked table would be cracked in minutes
         raise RuntimeError("SURVEY_ENV=production hashes passwords with scrypt; remove PASSWORD_HASH_METHOD")
+    if not values.get("PUBLIC_URL"):
+        logging.getLogger(__name__).warning(
+            "PUBLIC_URL is not set: no invitation, password link or e-mail can be made until it is "
+            "(set it to the address people open the site at, e.g. https://surveys.example.org)"
+        )
     return {
         "SESSION_COOKIE_SECURE": True,
         "REMEMBER_COOKIE_SECURE": True,
         "PREFERRED_URL_SCHEME": "https",
         "STRICT_TRANSPORT_SECURITY": values.get("STRICT_TRANSPORT_SECURITY") or DEFAULT_HSTS,
+        "PUBLIC_URL_REQUIRED": True,
     }
 
 
@@ -92,7 +111,14 @@ def from_environment() -> dict[str, Any]:
     values: dict[str, Any] = {}
     if os.environ.get("SECRET_KEY"):
         values["SECRET_KEY"] = os.environ["SECRET_KEY"]
-    for key in ("LOGIN_RATE_LIMIT", "SUBMISSION_RATE_LIMIT", "TOKEN_RATE_LIMIT", *MAIL_TEXT_KEYS):
+    for key in (
+        "LOGIN_RATE_LIMIT",
+        "SUBMISSION_RATE_LIMIT",
+        "TOKEN_RATE_LIMIT",
+        "INVITATION_RATE_LIMIT",
+        "PUBLIC_URL",
+        *MAIL_TEXT_KEYS,
+    ):
         if os.environ.get(key):
             values[key] = os.environ[key]
     for key in ("MAIL_PORT", "MAIL_TIMEOUT"):
@@ -135,6 +161,18 @@ def load(app: Flask, test_config: dict[str, Any] | None = None) -> None:
             app.config.from_mapping(production_settings(dict(app.config)))
     else:
         app.config.from_mapping(test_config)
+    app.config["PUBLIC_URL"] = check_public_url(app.config.get("PUBLIC_URL"))
+
+
+def check_public_url(url: str | None) -> str | None:
+    """``PUBLIC_URL`` without a trailing slash, or a refusal to start: links built from a malformed
+    address would reach nobody, and that should show at start, not in an invitee's mailbox."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise RuntimeError(f"PUBLIC_URL must look like https://surveys.example.org, not {url!r}")
+    return url.strip().rstrip("/")
 
 
 def normalize_database_url(url: str) -> str:

@@ -20,9 +20,12 @@ from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter
 
 #: endpoint → the configuration key that holds its limit; only POSTs are counted, except at the
-#: endpoints of :data:`EVERY_METHOD`.
+#: endpoints of :data:`EVERY_METHOD`. The key is also the counter's scope: the account page checks
+#: the current password, so its posts and sign-in attempts draw on one budget per address (whoever
+#: holds a signed-in browser cannot guess its password there faster than at the sign-in page).
 LIMITED = {
     "auth.login": "LOGIN_RATE_LIMIT",
+    "organize.account": "LOGIN_RATE_LIMIT",
     "auth.link": "TOKEN_RATE_LIMIT",
     "respond.submit_form": "SUBMISSION_RATE_LIMIT",
     "respond.submit_json": "SUBMISSION_RATE_LIMIT",

@@ -1,35 +1,81 @@
-"""Passing on account links and role offers: by e-mail when a mail server is configured, or else
+"""Passing on invitations and account links: by e-mail when a mail server is configured, or else
 shown on the page for the person who made them to copy and send (survey.platform.mail).
 
-Shared by the organizer's sharing page and the administrator's users page. A link's token is in the
-answer to the request that made it and nowhere else: it is not stored, flashed or logged.
+Shared by the organizer's sharing page and the administrator's users page. Three rules:
+
+- Every link is built from ``PUBLIC_URL`` (:func:`public_url`), never from the request: the Host
+  header is whatever the sender of the request wrote, and a link to their host, mailed under this
+  site's name, would hand them the token. Development without the setting uses http://127.0.0.1 at
+  the port the server listens on (from the server's socket, not the header); production without it
+  makes no link at all, and says so, before anything is saved.
+- A message is written before anything is saved and sent after (:func:`prepare_invitation`, then
+  :func:`deliver`): if it cannot be written, nothing is saved; if it cannot be sent, whoever made
+  the link sees it on the page to pass on. Nobody is ever left with an invitation whose link they
+  never saw.
+- A link's token is in the answer to the request that made it (or the e-mail) and nowhere else: it
+  is not stored, flashed or logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from email.message import EmailMessage
+from urllib.parse import urlsplit
 
-from flask import current_app, url_for
+from flask import current_app, request
+from limits import parse
 
-from survey.domain.links import LIFETIMES
+from survey.domain.errors import DomainError
+from survey.domain.links import LIFETIMES, mark_mailed
 from survey.domain.models import AccountLink, User
-from survey.domain.sharing import ROLE_LABELS
+from survey.domain.quota import SendLimit
+from survey.domain.sharing import ROLE_LABELS, Offer
 from survey.platform import mail
+from survey.platform.extensions import db
 
 SITE_NAME = "Private Survey"
 ROLE_WORDS = {
     "organizer": "a co-organizer (you would build, run and share it)",
     "researcher": "a researcher (you would see its results and downloads)",
 }
+NO_PUBLIC_URL = (
+    "No link or e-mail can be made: this site's public address (PUBLIC_URL) is not set. "
+    "Ask its administrator to set it; nothing was saved."
+)
+
+
+def public_url(endpoint: str, **values) -> str:
+    """The absolute URL of ``endpoint`` at the site's public address (``PUBLIC_URL``), whatever
+    host the request named; :class:`DomainError` (503) in production when the address is not set."""
+    base = current_app.config.get("PUBLIC_URL")
+    if not base:
+        if current_app.config.get("PUBLIC_URL_REQUIRED"):
+            raise DomainError(NO_PUBLIC_URL, status=503)
+        base = f"http://127.0.0.1:{request.environ.get('SERVER_PORT') or 5000}"
+    parts = urlsplit(base)
+    adapter = current_app.url_map.bind(parts.netloc, script_name=parts.path or "/", url_scheme=parts.scheme)
+    anchor = values.pop("_anchor", None)
+    url = adapter.build(endpoint, values, force_external=True)
+    return f"{url}#{anchor}" if anchor else url
+
+
+def send_limit() -> SendLimit | None:
+    """``INVITATION_RATE_LIMIT`` ("30 per hour") as the domain's :class:`SendLimit`; None when the
+    rate limits are off (the tests' default)."""
+    if not current_app.config.get("RATELIMIT_ENABLED", True):
+        return None
+    item = parse(current_app.config["INVITATION_RATE_LIMIT"])
+    return SendLimit(amount=item.amount, seconds=item.get_expiry())
 
 
 @dataclass(frozen=True)
 class Delivery:
-    """What became of one link: e-mailed to ``sent_to``, or to be copied from the page. ``reason``
-    is ``sent``, ``failed`` (``error`` says why), ``no-address`` or ``no-server``."""
+    """What became of one invitation or link. With a link to show (``url``): ``sent`` (e-mailed to
+    ``sent_to``), ``failed`` (``error`` says why), ``no-address`` or ``no-server``. Without one (the
+    inviter may not invite people to make accounts): ``told`` (a message went to the address),
+    ``not-told`` (it could not be sent) or ``quiet`` (no address, or no mail server)."""
 
-    url: str
+    url: str | None
     addressee: str
     expires: str
     reason: str
@@ -41,6 +87,18 @@ class Delivery:
         return self.reason == "sent"
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """A link and its message, written before the link is saved and sent after (:func:`deliver`)."""
+
+    link: AccountLink
+    url: str | None
+    addressee: str
+    expires: str
+    to: str | None = None
+    message: EmailMessage | None = None
+
+
 def expires_text(link: AccountLink) -> str:
     """When the link dies, in words: "for 7 days, until 2026-03-09 14:05 UTC"."""
     lifetime = LIFETIMES[link.purpose]
@@ -49,28 +107,11 @@ def expires_text(link: AccountLink) -> str:
     return f"for {span}, until {link.expires_at:%Y-%m-%d %H:%M} UTC"
 
 
-def _send(to: str, subject: str, body: str) -> str | None:
-    """Send one message; None if it went, else why not (for the page)."""
+def _compose(to: str, subject: str, body: str) -> EmailMessage:
     try:
-        mail.send(current_app.config, to, subject, body)
+        return mail.compose(current_app.config, to, subject, body)
     except mail.MailError as error:
-        return str(error)
-    return None
-
-
-def deliver(link: AccountLink, token: str, subject: str, body: Callable[[str, str], str]) -> Delivery:
-    """E-mail ``link`` to its address when there is one and a mail server is configured; otherwise
-    (or when sending fails) the page shows it. ``body(url, expires)`` writes the message."""
-    url = url_for("auth.link", token=token, _external=True)
-    expires = expires_text(link)
-    if not link.email:
-        return Delivery(url, link.addressee, expires, "no-address")
-    if not mail.configured(current_app.config):
-        return Delivery(url, link.addressee, expires, "no-server")
-    error = _send(link.email, subject, body(url, expires))
-    if error:
-        return Delivery(url, link.addressee, expires, "failed", error=error)
-    return Delivery(url, link.addressee, expires, "sent", sent_to=link.email)
+        raise DomainError(f"The e-mail could not be written ({error}); nothing was saved.", status=400) from error
 
 
 def _closing(expires: str) -> str:
@@ -79,22 +120,40 @@ def _closing(expires: str) -> str:
     )
 
 
-def deliver_invitation(link: AccountLink, token: str, inviter: User) -> Delivery:
-    survey = link.survey
-    title = survey.title if survey is not None else SITE_NAME
+def prepare_invitation(offer: Offer, inviter: User, may_make_accounts: bool) -> Outgoing:
+    """The invitation's link and message, before anything is saved. The link is passed on (mailed,
+    or else shown) only when ``inviter`` may invite people to make accounts; otherwise the offer
+    reaches an account only on its start page, and the address typed (if any) is told how to find
+    it. Nothing here depends on whether the name or address belongs to an account."""
+    link, token = offer.invitation, offer.token
+    assert link is not None and token is not None
+    title = mail.one_line(link.survey.title if link.survey is not None else SITE_NAME)
     role = ROLE_WORDS.get(link.role or "", ROLE_LABELS.get(link.role or "", "a member"))
-
-    def body(url: str, expires: str) -> str:
-        return (
-            f"Hello,\n\n{inviter.username} invites you to work on the survey “{title}” in {SITE_NAME}, as {role}.\n\n"
-            f"To accept, open this link, choose a username and a password, then accept the role:\n\n{url}\n\n"
-            + _closing(expires)
+    expires = expires_text(link)
+    to = link.email if mail.configured(current_app.config) else None
+    subject = f"{inviter.username} invites you to work on “{title}”"
+    opening = f"Hello,\n\n{inviter.username} invites you to work on the survey “{title}” in {SITE_NAME}, as {role}.\n\n"
+    if may_make_accounts:
+        url = public_url("auth.link", token=token)
+        body = (
+            opening + "To accept, open this link. There you can make an account (a username and a password), "
+            f"or sign in to the account you have and take the role with it:\n\n{url}\n\n" + _closing(expires)
         )
+        message = _compose(to, subject, body) if to else None
+        return Outgoing(link, url, link.addressee, expires, to, message)
+    if not to:
+        return Outgoing(link, None, link.addressee, expires)
+    start = public_url("results.index", _anchor="invitations")
+    body = (
+        opening + "If you have an account there with this address, sign in: the offer waits on your start page, "
+        f"where you accept or decline it (it lasts 7 days):\n\n{start}\n\n"
+        f"If you have none: accounts there are made by its administrators; ask {inviter.username} to have "
+        "one made for you. Until you accept, the role gives you nothing, and the survey is not in your list.\n"
+    )
+    return Outgoing(link, None, link.addressee, expires, to, _compose(to, subject, body))
 
-    return deliver(link, token, f"{inviter.username} invites you to work on “{title}”", body)
 
-
-def deliver_password_link(link: AccountLink, token: str, admin: User) -> Delivery:
+def prepare_password_link(link: AccountLink, token: str, admin: User) -> Outgoing:
     user = link.user
     username = user.username if user is not None else ""
     if link.purpose == "setup":
@@ -105,22 +164,50 @@ def deliver_password_link(link: AccountLink, token: str, admin: User) -> Deliver
         subject = f"A new password for your account on {SITE_NAME}"
         opening = f"{admin.username} lets you choose a new password for your account {username} on {SITE_NAME}."
         action = "To choose it, open this link (your password stays as it is until you do)"
+    url = public_url("auth.link", token=token)
+    expires = expires_text(link)
+    body = f"Hello,\n\n{opening}\n\n{action}:\n\n{url}\n\n" + _closing(expires)
+    to = link.email if mail.configured(current_app.config) else None
+    return Outgoing(link, url, link.addressee, expires, to, _compose(to, subject, body) if to else None)
 
-    def body(url: str, expires: str) -> str:
-        return f"Hello,\n\n{opening}\n\n{action}:\n\n{url}\n\n" + _closing(expires)
 
-    return deliver(link, token, subject, body)
+def deliver(outgoing: Outgoing) -> Delivery:
+    """Send what :func:`prepare_invitation` or :func:`prepare_password_link` wrote, after the link
+    was saved. Never raises: whatever goes wrong, a link that was not e-mailed is shown."""
+    link, url = outgoing.link, outgoing.url
+    common = {"addressee": outgoing.addressee, "expires": outgoing.expires}
+    if outgoing.message is None or outgoing.to is None:
+        if url is None:
+            return Delivery(None, reason="quiet", **common)
+        return Delivery(url, reason="no-address" if not link.email else "no-server", **common)
+    try:
+        mail.send(current_app.config, outgoing.message)
+    except Exception as error:  # anything at all: the link must reach the page then
+        reason = (
+            str(error) if isinstance(error, mail.MailError) else f"the message was not sent ({type(error).__name__})"
+        )
+        return Delivery(url, reason="failed" if url else "not-told", error=reason, **common)
+    if url is not None:
+        try:
+            mark_mailed(db.session, link)
+            db.session.commit()
+        except Exception:  # the link went out; its account will just not get the address
+            db.session.rollback()
+    return Delivery(url, reason="sent" if url else "told", sent_to=outgoing.to, **common)
 
 
-def tell_about_offer(user: User, inviter: User, title: str, role: str) -> str | None:
-    """E-mail ``user`` (if they have an address and mail is configured) that a role on survey
-    ``title`` waits for them; returns the address it was sent to, or None."""
-    if not user.email or not mail.configured(current_app.config):
-        return None
-    start = url_for("results.index", _external=True, _anchor="invitations")
-    body = (
-        f"Hello {user.username},\n\n{inviter.username} invites you to work on the survey “{title}” in {SITE_NAME}, "
-        f"as {ROLE_WORDS.get(role, role)}.\n\nSign in to accept or decline it on your start page:\n\n{start}\n\n"
-        "Until you accept, the role gives you nothing, and the survey is not in your list.\n"
+def invited_words(delivery: Delivery, offer: Offer) -> str:
+    """What the inviter is told when no link is shown: the same words whether or not an account has
+    the name or address they typed (only what they typed and what the mail server said are in it)."""
+    link = offer.invitation
+    assert link is not None
+    who, role = delivery.addressee, ROLE_LABELS.get(link.role or "", link.role or "")
+    waits = (
+        f"{who} is invited as a {role}, {delivery.expires}. If {who} is the username or e-mail address of an "
+        "account here, the offer waits on that account's start page until it is accepted."
     )
-    return None if _send(user.email, f"{inviter.username} invites you to work on “{title}”", body) else user.email
+    if delivery.reason == "told":
+        return f"{waits} An e-mail went to {delivery.sent_to}."
+    if delivery.reason == "not-told":
+        return f"{waits} The e-mail to {who} could not be sent: {delivery.error}."
+    return waits

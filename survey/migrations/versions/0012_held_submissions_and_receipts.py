@@ -1,7 +1,7 @@
 """Coded submissions wait to be released in batches; receipts make a resend safe.
 
 Revision ID: 0012
-Revises: 0004
+Revises: 0011
 
 ``held_submissions`` keeps a submission to a survey by invitation until a batch of them is released
 into ``submissions`` together (survey/domain/mixing.py), so that nothing in the database ties a code
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0004"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -34,3 +34,11 @@ class UserActionForm(FlaskForm):
     """One button on one user's row (disable, enable, new password link, administrator's role)."""
 
     user_id = IdField()
+
+
+class SettingsForm(FlaskForm):
+    """The site's settings (survey.domain.site)."""
+
+    members_invite_accounts = BooleanField(
+        "Users who are not administrators may invite people without an account to make one"
+    )

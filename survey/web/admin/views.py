@@ -1,4 +1,5 @@
-"""The users page: every account, and what an administrator does with them (survey.domain.users).
+"""The users page: every account, what an administrator does with them (survey.domain.users), and
+the site's setting of who may invite people to make accounts (survey.domain.site).
 
 A new account and a new password come as a single-use link, e-mailed when the user has an address
 and a mail server is configured, or else shown once on the answer to the post for the administrator
@@ -8,7 +9,6 @@ to pass on (survey.web.mailing). Non-administrators get a 404 from every view.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from flask import render_template
 from flask_login import login_required
@@ -19,16 +19,19 @@ from survey.domain.models import User
 from survey.platform.extensions import db
 
 from ..common import commit_or_refuse, me, see_other
-from ..mailing import Delivery, deliver_password_link
+from ..mailing import Delivery, Outgoing, deliver, prepare_password_link, send_limit
 from . import bp
-from .forms import CreateUserForm, UserActionForm
+from .forms import CreateUserForm, SettingsForm, UserActionForm
 
 
 def _page(status: int = 200, *, form: CreateUserForm | None = None, delivery: Delivery | None = None, error: str = ""):
+    allowed = users.members_invite_accounts(db.session, me())
     return render_template(
         "admin/users.html",
         users=users.all_users(db.session, me()),
         form=form or CreateUserForm(formdata=None),
+        settings_form=SettingsForm(formdata=None, data={"members_invite_accounts": allowed}),
+        members_invite_accounts=allowed,
         delivery=delivery,
         action_error=error,
     ), status
@@ -48,15 +51,16 @@ def create():
     form = CreateUserForm()
     admin = me()
 
-    def done(made: tuple[User, Any, str]):
-        _, link, token = made
-        delivery = deliver_password_link(link, token, admin)
-        return _page(200, delivery=delivery)
+    def create_account() -> Outgoing:
+        _, link, token = users.create_user(
+            db.session, admin, form.username.data, form.email.data, form.is_admin.data, quota=send_limit()
+        )
+        return prepare_password_link(link, token, admin)
 
     return commit_or_refuse(
-        lambda: users.create_user(db.session, admin, form.username.data, form.email.data, form.is_admin.data),
+        create_account,
         form=form,
-        done=done,
+        done=lambda outgoing: _page(200, delivery=deliver(outgoing)),
         refused=lambda status, _: _page(status, form=form),
     )
 
@@ -116,13 +120,33 @@ def password_link():
     form = UserActionForm()
     admin = me()
 
-    def done(made: tuple[User, Any, str]):
-        _, link, token = made
-        return _page(200, delivery=deliver_password_link(link, token, admin))
+    def make_link() -> Outgoing:
+        _, link, token = users.reset_link(db.session, admin, form.user_id.data, quota=send_limit())
+        return prepare_password_link(link, token, admin)
 
     def refused(status: int, error: DomainError | None):
         return _page(status, error=error.message if error else "Choose a user.")
 
     return commit_or_refuse(
-        lambda: users.reset_link(db.session, admin, form.user_id.data), form=form, done=done, refused=refused
+        make_link, form=form, done=lambda outgoing: _page(200, delivery=deliver(outgoing)), refused=refused
+    )
+
+
+@bp.post("/settings")
+@login_required
+def settings():
+    """Whether users who are not administrators may invite people to make accounts."""
+    users.require_admin(me())
+    form = SettingsForm()
+    return commit_or_refuse(
+        lambda: users.set_members_invite_accounts_by(db.session, me(), bool(form.members_invite_accounts.data)),
+        form=form,
+        done=lambda allowed: see_other(
+            "admin.index",
+            "Users who are not administrators may now invite people to make accounts."
+            if allowed
+            else "Only administrators may now invite people to make accounts.",
+            anchor="settings",
+        ),
+        refused=lambda status, error: _page(status, error=error.message if error else "Choose a setting."),
     )

@@ -18,6 +18,10 @@ class LogoutForm(FlaskForm):
     submit = SubmitField("Sign out")
 
 
+class TakeRoleForm(FlaskForm):
+    """Take up the role an invitation offers with the account one is signed in with (only its CSRF token)."""
+
+
 class NewPasswordForm(FormErrors, FlaskForm):
     """A password chosen through a first-password or reset link."""
 

@@ -6,12 +6,14 @@ from flask import flash, make_response, redirect, render_template, request, url_
 from flask_login import current_user, login_required, login_user, logout_user
 
 from survey.domain.accounts import authenticate, end_session, start_session
-from survey.domain.errors import DomainError
+from survey.domain.errors import DomainError, Forbidden
 from survey.domain.links import (
     accept_account_invitation,
     live_link,
+    may_make_accounts,
     set_password_with_link,
     suggested_username,
+    take_invitation,
 )
 from survey.domain.models import AccountLink, User
 from survey.domain.sharing import ROLE_LABELS
@@ -19,7 +21,7 @@ from survey.platform.extensions import db
 
 from ..common import see_other
 from . import bp
-from .forms import LoginForm, LogoutForm, NewAccountForm, NewPasswordForm
+from .forms import LoginForm, LogoutForm, NewAccountForm, NewPasswordForm, TakeRoleForm
 
 
 def _safe_next(target: str | None) -> str:
@@ -68,10 +70,21 @@ def logout():
     return redirect(url_for("results.index"))
 
 
-def _link_page(account_link: AccountLink | None, form=None, status: int = 200):
+def _link_page(account_link: AccountLink | None, form=None, status: int = 200, *, refusal: str = ""):
     """The page of an invitation or password link (or of a dead one); never kept by a cache."""
+    can_make = account_link is not None and account_link.purpose == "invitation"
+    can_make = can_make and may_make_accounts(db.session, account_link)  # type: ignore[arg-type]
     response = make_response(
-        render_template("auth/link.html", link=account_link, form=form, role_labels=ROLE_LABELS), status
+        render_template(
+            "auth/link.html",
+            link=account_link,
+            form=form,
+            role_labels=ROLE_LABELS,
+            can_make_account=can_make,
+            refusal=refusal,
+            sign_in=url_for("auth.login", next=request.full_path.rstrip("?")),
+        ),
+        status,
     )
     response.headers["Cache-Control"] = "private, no-store"
     return response
@@ -79,13 +92,14 @@ def _link_page(account_link: AccountLink | None, form=None, status: int = 200):
 
 @bp.route("/link", methods=["GET", "POST"])
 def link():
-    """An invitation (choose a username and a password, then accept the role offered) or a link to
-    set a password. Every request here, GET included, counts against TOKEN_RATE_LIMIT; a dead link
-    (unknown, used, expired, withdrawn, or its user disabled) gets one answer, 404. Whoever is signed
-    in on this browser is signed out when the link is used, and its user is signed in.
+    """An invitation (take the role with the account one is signed in with, or make an account and
+    then accept it) or a link to set a password. Every request here, GET included, counts against
+    TOKEN_RATE_LIMIT; a dead link (unknown, used, expired, withdrawn, its user disabled, its maker
+    no longer allowed to make it) gets one answer, 404. Making an account signs out whoever is
+    signed in on this browser, and signs its new user in.
 
     The token travels in the query string (``/auth/link?token=...``), which no log keeps
-    (survey.platform.logs, the gunicorn access log format); the form posts back to the same URL."""
+    (survey.platform.logs, the gunicorn access log format); the forms post back to the same URL."""
     token = request.args.get("token", "")
     account_link = live_link(db.session, token)
     if account_link is None:
@@ -97,6 +111,8 @@ def link():
         form = NewPasswordForm()
     if request.method == "GET":
         return _link_page(account_link, form)
+    if invitation and request.form.get("take"):
+        return _take(account_link, token, form)
     if not form.validate():
         return _link_page(account_link, form, 400)
     try:
@@ -112,6 +128,8 @@ def link():
         db.session.rollback()
         if error.status == 404:  # used by another request meanwhile
             return _link_page(None, status=404)
+        if isinstance(error, Forbidden):  # the inviter may no longer invite people to make accounts
+            return _link_page(account_link, form, error.status, refusal=error.message)
         form.add_domain_error(error)
         return _link_page(account_link, form, error.status)
     db.session.commit()
@@ -119,6 +137,22 @@ def link():
         logout_user()
     login_user(user)
     return see_other("results.index", _welcome(account_link, user), anchor="invitations" if invitation else None)
+
+
+def _take(account_link: AccountLink, token: str, form):
+    """The signed-in user takes up the role with their account (a CSRF-checked post)."""
+    if not current_user.is_authenticated or not TakeRoleForm().validate_on_submit():
+        return _link_page(account_link, form, 400, refusal="Sign in first, then take the role with your account.")
+    try:
+        membership = take_invitation(db.session, token, current_user._get_current_object())  # type: ignore[attr-defined]
+    except DomainError as error:
+        db.session.rollback()
+        if error.status == 404:
+            return _link_page(None, status=404)
+        return _link_page(account_link, form, error.status, refusal=error.message)
+    title = membership.survey.title
+    db.session.commit()
+    return see_other("results.index", f"You now work on “{title}”.")
 
 
 def _welcome(account_link: AccountLink, user: User) -> str:

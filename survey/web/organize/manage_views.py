@@ -53,6 +53,7 @@ from survey.domain.sharing import (
     share_with,
     survey_access,
 )
+from survey.domain.site import may_invite_accounts
 from survey.domain.specs import survey_to_spec
 from survey.domain.tallies import submission_count
 from survey.domain.wording import epsilon_text
@@ -60,7 +61,7 @@ from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
 from ..common import commit_or_refuse, me, see_other
-from ..mailing import Delivery, deliver_invitation, tell_about_offer
+from ..mailing import Delivery, Outgoing, deliver, invited_words, prepare_invitation, send_limit
 from . import bp
 from .manage_forms import (
     AccessForm,
@@ -132,6 +133,7 @@ def _render_share(
         is_owner=survey_access(me(), survey).role == OWNER,
         members=members(survey),
         account_invitations=open_invitations(db.session, survey),
+        may_invite_accounts=may_invite_accounts(db.session, me()),
         delivery=delivery,
         role_labels=ROLE_LABELS,
         counts=counts,
@@ -543,35 +545,40 @@ def invitations_csv_file(slug: str):
 @bp.post("/surveys/<slug>/members", endpoint="add_member")
 @login_required
 def add_member_view(slug: str):
-    """Offer a user a role on the survey (or change a member's role), found by username or e-mail
-    address; or invite someone without an account by e-mail address or name. An invitation's link
-    is e-mailed when a mail server is configured, or else shown on this answer (only) to copy."""
+    """Change a team member's role, or invite someone by username, e-mail address or name
+    (survey.domain.sharing.share_with). The answer is the same whether or not an account has that
+    name or address (survey.web.mailing): when the inviter may invite people to make accounts, the
+    page with the link (to copy, or where it was e-mailed); else a note on the page."""
     survey = _editable(slug)
     form = AddMemberForm()
     actor = me()
+    may_make_accounts = may_invite_accounts(db.session, actor)
 
-    def added(offer: Offer) -> ResponseReturnValue:
-        if offer.invitation is not None and offer.token is not None:
-            delivery = deliver_invitation(offer.invitation, offer.token, actor)
-            return _render_share(survey, delivery=delivery)
-        membership = offer.membership
-        assert membership is not None
-        who, role = membership.user.username, ROLE_LABELS[membership.role]
-        if membership.pending:
-            mailed = tell_about_offer(membership.user, actor, survey.title, membership.role)
-            message = (
-                f"{who} is invited as a {role} of this survey; "
-                "the role takes effect when they accept it on their start page."
-                + (f" They were told by e-mail ({mailed})." if mailed else "")
+    def share() -> tuple[Offer, Outgoing | None]:
+        offer = share_with(db.session, survey, actor, form.username.data, form.role.data, quota=send_limit())
+        return offer, prepare_invitation(offer, actor, may_make_accounts) if offer.invitation else None
+
+    def shared(made: tuple[Offer, Outgoing | None]) -> ResponseReturnValue:
+        offer, outgoing = made
+        if outgoing is None:
+            membership = offer.membership
+            assert membership is not None
+            return see_other(
+                "organize.share",
+                f"{membership.user.username} is now a {ROLE_LABELS[membership.role]} of this survey"
+                + (" (once they accept)." if membership.pending else "."),
+                anchor="people",
+                slug=slug,
             )
-        else:
-            message = f"{who} is now a {role} of this survey."
-        return see_other("organize.share", message, anchor="people", slug=slug)
+        delivery = deliver(outgoing)
+        if delivery.url is not None:  # a link was made to pass on: say where it went, or show it
+            return _render_share(survey, delivery=delivery)
+        return see_other("organize.share", invited_words(delivery, offer), anchor="people", slug=slug)
 
     return commit_or_refuse(
-        lambda: share_with(db.session, survey, actor, form.username.data, form.role.data),
+        share,
         form=form,
-        done=added,
+        done=shared,
         refused=lambda status, _: _render_share(survey, status, member_form=form),
     )
 
