@@ -69,7 +69,8 @@ class SurveyDetailsForm(BuilderForm):
 
     def spec(self) -> dict[str, Any]:
         """The texts and the shared-devices setting, as spec fields (an unticked box is false)."""
-        return {**{name: self[name].data or "" for name in self.TEXTS}, "shared_devices": bool(self.shared_devices.data)}
+        texts = {name: self[name].data or "" for name in self.TEXTS}
+        return {**texts, "shared_devices": bool(self.shared_devices.data)}
 
 
 class PlanningForm(BuilderForm):
