@@ -46,7 +46,7 @@ from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import live_site
-from .test_browser import reference_report, session_cookie_payload
+from .test_browser import axe_violations, reference_report, session_cookie_payload
 
 RESPONDENTS = 20
 #: Significance of each question's goodness-of-fit test. The words are seeded, so the outcome is
@@ -397,3 +397,40 @@ def test_an_ordinary_survey_by_link_stays_memoized(live_server, context):
         expected = reference_report(secret, "own-device", key, TRUTH[key], cols[TRUTH[key]])
         assert posted_reports(posts, key) == [expected] * 5, key
     assert len({p["submission_key"] for p in posts}) == 5  # five fillings, five keys
+
+
+def test_the_new_states_are_accessible_and_run_under_the_content_security_policy(live_server, browser):
+    """The shared-device page (after a lost answer too), its thank-you page, and a privacy page seen without a code."""
+    _, base, _ = live_server
+    context = browser.new_context(bypass_csp=True)  # only so that axe itself can be injected
+    page = context.new_page()
+    blocked: list[str] = []
+    page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+
+    def check() -> None:
+        # (axe, once injected, is the one inline script a page may then hold)
+        inline = "document.querySelectorAll('style, [style]').length + (typeof axe === 'undefined' ? "
+        inline += "document.querySelectorAll('script:not([src])').length : 0)"
+        assert page.evaluate(inline) == 0
+        violations = axe_violations(page)
+        assert not violations, violations
+
+    page.route(
+        f"{base}/s/lab-computer", lambda r: r.abort("connectionreset") if r.request.method == "POST" else r.continue_()
+    )
+    page.goto(f"{base}/s/lab-computer")
+    check()
+    tick(page, TRUTH)
+    page.click("#submit-button")
+    expect(page.locator("#form-status")).to_contain_text("Sending again is safe")
+    check()
+    page.unroute(f"{base}/s/lab-computer")
+    with page.expect_navigation():
+        page.click("#submit-button")
+    expect(page.locator("#next-respondent")).to_be_visible()
+    check()
+    page.goto(f"{base}/s/clinic-codes/privacy")
+    expect(page.locator("#questions-for-invitees")).to_be_visible()
+    check()
+    assert not blocked, blocked
+    context.close()
