@@ -209,6 +209,18 @@ def test_each_page_says_truthfully_how_reports_are_drawn(app, client, access, sh
     assert f'href="/s/{slug}" id="next-respondent"' in thanks and 'id="cleared-note"' in thanks
 
 
+def test_a_key_the_server_passes_back_is_rendered_into_the_page(app):
+    """The contract with the server's form post: after a refusal it renders the page again with the
+    filling's ``submission_key``, which goes into the hidden field the page's script sends."""
+    from flask import render_template
+
+    slug, _ = make(app, SMALL_SPEC)
+    with app.test_request_context(f"/s/{slug}"):
+        page = survey_page(db.session.scalar(select(Survey).where(Survey.slug == slug)))
+        html = render_template("respond/survey.html", page=page, invitation="", submission_key="ab" * 16)
+    assert f'<input type="hidden" name="submission_key" id="submission-key" value="{"ab" * 16}">' in html
+
+
 def test_shared_devices_travels_through_the_spec_and_is_refused_unless_true_or_false(app):
     with app.app_context():
         survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "shared_devices": True})

@@ -40,10 +40,15 @@
   var sendLabel = button.textContent;
   var KEY = /^[0-9a-f]{32}$/;
   var sending = false;
-  // The last attempt whose outcome is unknown: {answers, body}. Sent again byte for byte while the
-  // answers are unchanged, so that a retry repeats the same reports (a fresh draw would be a second,
-  // independent look at the same true answer).
-  var pending = null;
+  // This filling's last body and the answers it was made from ({answers, body}): sent again byte for
+  // byte while the answers are unchanged, so that a retry repeats the same reports (a fresh draw
+  // would be a second, independent look at the same true answer).
+  var last = null;
+  // Whether an attempt of this filling got no answer: it may have been stored.
+  var inDoubt = false;
+  // This filling's fresh draws, by question and true answer: a retry with one answer changed draws
+  // again for that answer only (never a second look at an unchanged one).
+  var drawn = {};
   // An organizer's preview (data-preview): the page works, but nothing can be sent from it.
   var preview = form.hasAttribute("data-preview");
 
@@ -143,7 +148,11 @@
 
   function freshReports(items) {
     return items.map(function (item) {
-      return window.SurveyRandomizer.sample(column(item[0], item[1]));
+      var id = item[0].dataset.key + "\n" + item[1];
+      if (!Object.prototype.hasOwnProperty.call(drawn, id)) {
+        drawn[id] = window.SurveyRandomizer.sample(column(item[0], item[1]));
+      }
+      return drawn[id];
     });
   }
 
@@ -184,10 +193,10 @@
     });
   }
 
-  /* The body to post for these answers: the pending one if the answers are unchanged, else new reports. */
+  /* The body to post for these answers: the last one if the answers are unchanged, else new reports. */
   function bodyFor(answers, toReport) {
-    if (pending && pending.answers === answers) {
-      return Promise.resolve(pending.body);
+    if (last && last.answers === answers) {
+      return Promise.resolve(last.body);
     }
     return reportAll(toReport).then(function (reports) {
       toReport.forEach(function (item, i) {
@@ -198,6 +207,7 @@
       submissionKey();
       var body = new URLSearchParams(new FormData(form)).toString();
       clearReports(); // the reports travel in the body only; the page does not keep them in its fields
+      last = { answers: answers, body: body };
       return body;
     });
   }
@@ -248,14 +258,18 @@
     });
     clearReports();
     keyField.value = "";
-    pending = null;
+    last = null;
+    inDoubt = false;
+    drawn = {};
     window.removeEventListener("beforeunload", holdOnLeaving);
     say("", "");
   }
 
   function stored() {
     window.removeEventListener("beforeunload", holdOnLeaving);
-    pending = null;
+    last = null;
+    inDoubt = false;
+    drawn = {};
     keyField.value = ""; // this filling is done: another one (going back, answering again) gets a new key
     var thanks = form.dataset.thanks;
     if (shared) {
@@ -266,8 +280,8 @@
     }
   }
 
-  function uncertain(body, answers, why) {
-    pending = { answers: answers, body: body };
+  function uncertain(why) {
+    inDoubt = true;
     window.addEventListener("beforeunload", holdOnLeaving);
     say(
       "alert",
@@ -291,7 +305,7 @@
     if (!text) {
       text = "The survey did not accept your answers (error " + httpStatus + ").";
     }
-    if (pending) {
+    if (inDoubt) {
       // this attempt was refused, but an earlier one whose outcome is unknown may have been stored
       text = text.replace(/\s*Nothing was (sent or )?(stored|changed)\.?\s*$/i, "");
       text += " (Your earlier sending may have arrived; this page cannot tell. Sending again will not count it twice.)";
@@ -299,7 +313,7 @@
       text += " Nothing was stored.";
     }
     say("alert", text);
-    ready();
+    ready(inDoubt ? "Send again" : sendLabel);
   }
 
   form.addEventListener("input", function (event) {
@@ -371,13 +385,13 @@
                   refused(response.status, html);
                 });
               } else if (response.status >= 500) {
-                uncertain(body, answers, "The server had a problem (error " + response.status + ").");
+                uncertain("The server had a problem (error " + response.status + ").");
               } else {
-                uncertain(body, answers, "The server's answer was not the one expected (status " + response.status + ").");
+                uncertain("The server's answer was not the one expected (status " + response.status + ").");
               }
             },
             function () {
-              uncertain(body, answers, "The connection failed before an answer came back.");
+              uncertain("The connection failed before an answer came back.");
             }
           );
         },
@@ -402,14 +416,12 @@
     });
   }
 
-  // Coming back to this page from the browser's cache: let the form be used again.
+  // Coming back to this page from the browser's cache: let the form be used again (after a stored
+  // submission the key was emptied before leaving, so the next sending is a new filling).
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
       clearReports();
-      if (!pending) {
-        keyField.value = ""; // the last filling was sent: this is a new one
-      }
-      ready(pending ? "Send again" : sendLabel);
+      ready(inDoubt ? "Send again" : sendLabel);
     }
   });
 

@@ -143,6 +143,17 @@ def preview(slug: str):
     return response
 
 
+def _usable_code(survey: Survey, typed: str) -> str:
+    """``typed`` normalized if it is a code that would admit a submission to ``survey`` now; "" otherwise."""
+    if survey.access != "invitation" or not typed:
+        return ""
+    try:
+        check_code(db.session, survey.id, typed)
+    except Forbidden:
+        return ""
+    return normalize(typed)
+
+
 @bp.get("/s/<slug>/privacy")
 def privacy(slug: str):
     """What is and is not protected, in plain words, for the way this survey draws its reports.
@@ -155,13 +166,7 @@ def privacy(slug: str):
     survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
     if survey is None:
         abort(404)
-    code = ""
-    if survey.access == "invitation" and request.args.get("code"):
-        try:
-            check_code(db.session, survey.id, request.args["code"])
-            code = normalize(request.args["code"])
-        except Forbidden:
-            code = ""
+    code = _usable_code(survey, request.args.get("code", ""))
     hidden = survey.is_draft or (survey.access == "invitation" and not code)
     preview = hidden and allowed(current_user, survey, "edit")
     if survey.is_draft and not preview:
