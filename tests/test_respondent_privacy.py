@@ -141,7 +141,7 @@ def test_with_a_valid_code_it_shows_each_question_and_is_kept_by_no_cache(app, c
 def test_its_organizers_see_the_questions_marked_as_a_preview_and_nobody_else(app, client, signed_in, user):
     slug, _ = make(app, {**COMMON, "slug": "survey-four", "questions": MANY}, owner=user)
     html = privacy_html(signed_in, slug)
-    assert "Have you taken the zebra home?" in html and 'id="preview-banner"' in html
+    assert "Have you taken the zebra home?" in html and 'id="preview-banner"' in html and "preview-note" in html
     other = app.test_client()
     with app.app_context():
         stranger = User(username="bob")

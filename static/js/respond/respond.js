@@ -234,6 +234,13 @@
     status.textContent = text;
   }
 
+  /* After a sending that did not end on the thank-you page: the why, above the questions, in view. */
+  function showStatus() {
+    if (status.scrollIntoView) {
+      status.scrollIntoView({ block: "center" });
+    }
+  }
+
   function ready(label) {
     sending = false;
     button.disabled = preview;
@@ -291,6 +298,7 @@
         (shared ? " If you cannot send them now, press “Clear my answers” before you leave this device." : "")
     );
     ready("Send again");
+    showStatus();
   }
 
   function refused(httpStatus, html) {
@@ -314,6 +322,7 @@
     }
     say("alert", text);
     ready(inDoubt ? "Send again" : sendLabel);
+    showStatus();
   }
 
   form.addEventListener("input", function (event) {
