@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import pytest
@@ -349,6 +349,7 @@ def test_a_lost_answer_keeps_the_page_and_a_retry_sends_the_same_body(live_serve
     with page.expect_navigation():
         page.click("#submit-button")
     expect(page.locator("h1")).to_have_text("Your answers were sent")
+    assert urlsplit(page.url).path == f"/s/{slug}/thanks"
     assert len(bodies) == 3 and bodies[0] == bodies[1] == bodies[2]
     key = dict(parse_qsl(bodies[0]))["submission_key"]
     assert re.fullmatch(r"[0-9a-f]{32}", key)
@@ -360,6 +361,26 @@ def test_a_lost_answer_keeps_the_page_and_a_retry_sends_the_same_body(live_serve
         with page.expect_navigation():
             page.click("#next-respondent")
     assert send(page, TRUTH)["submission_key"] != key
+
+
+def test_the_page_goes_where_the_servers_answer_to_a_resend_leads(live_server, context):
+    """A resend of a stored submission is answered with the thank-you page marked "already received"
+    (``?again=1``): the page follows the server's redirect to that very address."""
+    _, base, _ = live_server
+    page = context.new_page()
+    page.goto(f"{base}/s/retry-own")
+
+    def handle(route):
+        if route.request.method == "POST":
+            route.fulfill(status=303, headers={"Location": f"{base}/s/retry-own/thanks?again=1"})
+        else:
+            route.continue_()
+
+    page.route(f"{base}/s/retry-own", handle)
+    tick(page, TRUTH)
+    with page.expect_navigation():
+        page.click("#submit-button")
+    assert page.url == f"{base}/s/retry-own/thanks?again=1"
 
 
 def test_a_retry_with_a_changed_answer_draws_again_for_that_answer_only(live_server, context):

@@ -218,7 +218,9 @@
       body: body,
       headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "text/html" },
       credentials: "same-origin",
-      redirect: "manual", // the 303 to the thank-you page is the sign of success; the page goes there itself
+      // the 303 to the thank-you page is the sign of success; it is followed so that its address, which
+      // says whether the answers had already arrived (a resend), is the one the page then goes to
+      redirect: "follow",
       cache: "no-store",
     });
   }
@@ -272,13 +274,19 @@
     say("", "");
   }
 
-  function stored() {
+  /* The thank-you page's address if the response is the thank-you page reached by the post's redirect. */
+  function thanksReached(response) {
+    var expected = new URL(form.dataset.thanks, window.location.href);
+    var reached = response.redirected && response.ok ? new URL(response.url) : null;
+    return reached && reached.origin === expected.origin && reached.pathname === expected.pathname ? reached.href : null;
+  }
+
+  function stored(thanks) {
     window.removeEventListener("beforeunload", holdOnLeaving);
     last = null;
     inDoubt = false;
     drawn = {};
     keyField.value = ""; // this filling is done: another one (going back, answering again) gets a new key
-    var thanks = form.dataset.thanks;
     if (shared) {
       resetFilling();
       window.location.replace(thanks); // the filled page leaves the history: the back button cannot reach it
@@ -387,8 +395,9 @@
         function (body) {
           return post(body).then(
             function (response) {
-              if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
-                stored();
+              var thanks = thanksReached(response);
+              if (thanks) {
+                stored(thanks);
               } else if (response.status >= 400 && response.status < 500) {
                 return response.text().then(function (html) {
                   refused(response.status, html);
