@@ -145,7 +145,8 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     assert len(posts) == 1
     fields = parse_qsl(posts[0].post_data, keep_blank_values=True)
     names = [name for name, _ in fields]
-    assert sorted(names) == sorted(["csrf_token", "q_weekly_drinks"] + [f"q_{k}" for k in TRUTH])
+    assert sorted(names) == sorted(["csrf_token", "submission_key", "q_weekly_drinks"] + [f"q_{k}" for k in TRUTH])
+    assert re.fullmatch(r"[0-9a-f]{32}", dict(fields)["submission_key"])  # 128 random bits for this filling
     for request in requests:
         carried = (request.url or "") + (request.post_data or "")
         assert "truth" not in carried
@@ -182,6 +183,11 @@ def submit_demo(page, base: str, truth: dict[str, int], navigate: bool = True) -
     assert page.text_content("h1") == "Your answers were sent"
     assert len(posts) == 1
     return dict(parse_qsl(posts[0].post_data))
+
+
+def reports_in(posted: dict[str, str]) -> dict[str, str]:
+    """The answers a post carried (``q_<key>``), without the form token and the filling's key."""
+    return {name: value for name, value in posted.items() if name.startswith("q_")}
 
 
 def test_posted_values_are_random_draws_not_the_truth(live_server, browser):
@@ -241,9 +247,12 @@ def test_same_browser_sends_the_same_reports_again(live_server, browser):
     page.reload()
     after_reload = submit_demo(page, base, TRUTH, navigate=False)
     other_tab = submit_demo(context.new_page(), base, TRUTH)
-    reported = {name: value for name, value in first.items() if name != "csrf_token"}
+    reported = reports_in(first)
     for again in (second, after_back, after_reload, other_tab):
-        assert {name: value for name, value in again.items() if name != "csrf_token"} == reported
+        assert reports_in(again) == reported
+    # each sending was a new filling of the form, so each had a key of its own (the server stores each)
+    keys = [p["submission_key"] for p in (first, second, after_back, after_reload, other_tab)]
+    assert len(set(keys)) == len(keys)
 
     page.goto(f"{base}/s/health-and-habits")
     expect(page.locator("#memo-on")).to_be_visible()
@@ -344,7 +353,7 @@ def test_without_memoization_the_page_draws_afresh_and_says_so(live_server, brow
     submissions = 8 if why == "insecure context" else 1
     posts = [submit_demo(page, base, TRUTH) for _ in range(submissions)]
     if submissions > 1:  # all eight alike has probability 3e-5 with fresh draws, 1 with memoized ones
-        assert len({tuple(sorted((k, v) for k, v in p.items() if k != "csrf_token")) for p in posts}) > 1
+        assert len({tuple(sorted(reports_in(p).items())) for p in posts}) > 1
     if why != "storage blocked":
         assert page.evaluate("localStorage.length") == 0
     context.close()

@@ -3,10 +3,11 @@
 A real browser (Playwright driving Debian's Chromium) answers two surveys that cover every design
 (coin flip, Warner, unrelated question, GRR on yes/no and on five options, forced response, a
 one-sided coin flip) and a direct question, one by open link and one by single-use invitation code.
-Each submission comes from a new browser (so with a new secret: its reports are fresh draws) with
-true answers picked at random, and every request is captured: URL, headers and body. The tests
-then check that only the CSRF token, the invitation code and the reported values ``q_<key>`` are
-posted; that nothing the page sends names or carries a true answer or the browser's secret; that
+Each submission comes from a new browser (by link: with a new secret, so its memoized reports are
+fresh draws; by code: no memoization at all) with true answers picked at random, and every request
+is captured: URL, headers and body. The tests then check that only the CSRF token, the invitation
+code, the filling's submission key and the reported values ``q_<key>`` are posted; that nothing the
+page sends names or carries a true answer or the browser's secret; that
 the reports lie in each question's domain and, over all submissions, equal the truth only as often
 as the matrix diagonal says (a binomial test), never always; that the database holds exactly what
 was posted; and that no stored column and no request-log line holds an invitation code.
@@ -87,8 +88,10 @@ class Sent:
     mode: str
     truth: dict[str, int]
     code: str | None
-    secret: str
-    memo_on: bool
+    secret: str | None
+    #: Which note the page showed about repeats: "memo-on", "memo-off" or "keeps-nothing".
+    note: str
+    session_storage: int
     requests: list[dict] = field(default_factory=list)
 
     @property
@@ -166,9 +169,10 @@ def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | Non
     captured: list = []
     context.on("request", lambda request: captured.append(request))
     page.goto(f"{base}/s/{slug}" + (f"?code={code}" if code else ""))
-    # the page's script shows exactly one of the two notes; wait for it rather than look once
-    page.locator("#memo-on, #memo-off").locator("visible=true").wait_for()
-    memo_on = page.locator("#memo-on").is_visible()
+    # exactly one note about repeats is visible (the script picks memo-on or memo-off); wait for it
+    note = page.locator("#memo-on, #memo-off, #keeps-nothing").locator("visible=true")
+    note.wait_for()
+    note = note.get_attribute("id")
     page.evaluate(
         "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
     )
@@ -176,11 +180,12 @@ def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | Non
         page.click("#submit-button")
     assert page.url == f"{base}/s/{slug}/thanks", page.text_content("main")
     secret = page.evaluate(f"localStorage.getItem({STORAGE_KEY!r})")
+    session_storage = page.evaluate("sessionStorage.length")
     requests = [
         {"url": r.url, "method": r.method, "headers": r.all_headers(), "post_data": r.post_data or ""} for r in captured
     ]
     context.close()
-    return Sent(mode, truth, code, secret, memo_on, requests)
+    return Sent(mode, truth, code, secret, note, session_storage, requests)
 
 
 def carried(request: dict) -> str:
@@ -190,11 +195,17 @@ def carried(request: dict) -> str:
 
 
 def test_each_browser_memoized_with_a_secret_of_its_own(run):
+    """By link, each browser memoizes with its own secret; by code (one submission per code) nothing
+    is memoized and nothing kept (SECURITY.md, section 2)."""
     assert len(run.sent) == 2 * SUBMISSIONS_PER_MODE
-    assert all(s.memo_on for s in run.sent)  # 127.0.0.1 is a secure context: memoization is on
-    secrets = [s.secret for s in run.sent]
+    by_link = [s for s in run.sent if s.mode == "link"]
+    assert all(s.note == "memo-on" for s in by_link)  # 127.0.0.1 is a secure context: memoization is on
+    secrets = [s.secret for s in by_link]
     assert all(re.fullmatch(r"[0-9a-f]{64}", secret) for secret in secrets)
     assert len(set(secrets)) == len(secrets)
+    by_code = [s for s in run.sent if s.mode == "invitation"]
+    assert all(s.note == "keeps-nothing" and s.secret is None for s in by_code)
+    assert all(s.session_storage == 0 for s in run.sent)
 
 
 def test_no_request_carries_a_true_answer_or_the_secret(run):
@@ -204,12 +215,14 @@ def test_no_request_carries_a_true_answer_or_the_secret(run):
             assert request["url"].startswith(run.base + "/"), f"a request left the site: {request['url']}"
             text = carried(request)
             assert "truth" not in text.lower(), text
-            assert s.secret not in text.lower()
+            assert s.secret is None or s.secret not in text.lower()
             assert STORAGE_KEY not in text
 
 
 def test_only_the_token_the_code_and_reported_values_are_posted(run):
-    expected_fields = {"csrf_token"} | {f"q_{key}" for key in run.options}
+    expected_fields = {"csrf_token", "submission_key"} | {f"q_{key}" for key in run.options}
+    keys = [s.posted["submission_key"] for s in run.sent]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", key) for key in keys) and len(set(keys)) == len(keys)
     for s in run.sent:
         assert len(s.posts) == 1
         post = s.posts[0]
@@ -362,12 +375,14 @@ def test_privacy_page_says_what_is_and_is_not_protected(app, client):
     assert "<script" not in html and "style=" not in html and "<style" not in html
 
 
-def test_privacy_page_of_a_survey_by_invitation_names_questions_by_number(app, client):
+def test_privacy_page_of_a_survey_by_invitation_names_none_of_its_questions_without_a_code(app, client):
+    """It used to name them by number ("Question 1") with their keys in its markup; now it shows nothing of
+    them without a valid code (tests/test_respondent_privacy.py tries every channel)."""
     slug = _make(app, SMALL_SPEC, access="invitation")
     html = client.get(f"/s/{slug}/privacy").get_data(as_text=True)  # no code is needed to read it
-    assert "Question 1" in html and "Question 4" in html
+    assert "Question 1" not in html and "data-question" not in html
     for q in SMALL_SPEC["questions"]:
-        assert q["text"] not in html
+        assert q["text"] not in html and f'"{q["key"]}"' not in html
     assert "nothing links the code to your answers" in html and "marked as used" in html
 
 

@@ -38,7 +38,7 @@ def test_page_explains_each_question(client, small_survey):
     assert "This survey needs JavaScript" in html  # the noscript explanation
     # true answers have no name; only the reported fields (and direct answers) do
     names = set(re.findall(r'<input[^>]* name="([^"]+)"', html))
-    assert names == {"csrf_token", "q_drugs", "q_mirror", "q_often", "q_age"}
+    assert names == {"csrf_token", "submission_key", "q_drugs", "q_mirror", "q_often", "q_age"}
     for key in ("drugs", "mirror", "often"):
         assert re.search(rf'<input type="hidden" name="q_{key}" value="" data-reported-for="{key}" disabled>', html)
     # the page carries the matrix columns the browser samples from

@@ -21,11 +21,15 @@ from .validation import TEXT_LIMITS
 TEXT_FIELDS = ("text", "help_text")
 
 
-def update_details(survey: Survey, **texts: str) -> None:
+def update_details(survey: Survey, *, shared_devices: bool | None = None, **texts: str) -> None:
     """Texts of the survey itself (title, introduction, closing message, and who is asking: run by,
-    contact, ethics statement): allowed in every state, validated as a spec's. A text left out of
-    ``texts`` is emptied, as a spec that leaves it out would have it."""
-    for name, value in survey_texts(texts).items():
+    contact, ethics statement), and whether it is answered on shared devices: allowed in every
+    state, validated as a spec's. A text left out of ``texts`` is emptied, as a spec that leaves it
+    out would have it; ``shared_devices`` left out (None) is kept."""
+    values: dict[str, Any] = dict(survey_texts(texts))
+    if shared_devices is not None:
+        values.update(parse_planning({"shared_devices": shared_devices}))
+    for name, value in values.items():
         setattr(survey, name, value)
 
 

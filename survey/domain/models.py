@@ -163,6 +163,10 @@ class Survey(Base):
     #: Close the survey once every randomized question's live interval is within the target margin
     #: (survey.domain.live); off unless the organizer turns it on.
     auto_close: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: Answered on shared devices (a computer lab, a tablet passed around): the respondent's page then
+    #: draws every report afresh, keeps nothing in the browser and clears itself for the next person,
+    #: since a per-browser memo would be shared by everyone at the device (SECURITY.md, section 2).
+    shared_devices: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     owner: Mapped[User | None] = relationship(back_populates="surveys")
     questions: Mapped[list[Question]] = relationship(

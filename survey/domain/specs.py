@@ -53,6 +53,7 @@ SURVEY_FIELDS = {
     "target_margin",
     "access",
     "auto_close",
+    "shared_devices",
 }
 QUESTION_FIELDS = {
     "key",
@@ -348,10 +349,11 @@ def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
         if spec["access"] not in ACCESS_MODES:
             raise SURVEY.error(f"must be one of {', '.join(ACCESS_MODES)}", "access")
         values["access"] = spec["access"]
-    if "auto_close" in spec:
-        if not isinstance(spec["auto_close"], bool):
-            raise SURVEY.error("must be true or false", "auto_close")
-        values["auto_close"] = spec["auto_close"]
+    for flag in ("auto_close", "shared_devices"):
+        if flag in spec:
+            if not isinstance(spec[flag], bool):
+                raise SURVEY.error("must be true or false", flag)
+            values[flag] = spec[flag]
     return values
 
 
@@ -389,6 +391,7 @@ def survey_to_spec(survey: Survey) -> dict[str, Any]:
         "target_margin": survey.target_margin,
         "access": survey.access,
         "auto_close": survey.auto_close,
+        "shared_devices": survey.shared_devices,
         "questions": [question_to_spec(q) for q in survey.questions],
     }
     if survey.epsilon_cap is not None:

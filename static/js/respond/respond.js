@@ -4,9 +4,23 @@
  * the question's matrix for that answer; only those reported values are posted. Directly asked
  * questions post their answer as given.
  *
- * Where the browser can keep a secret (see memo.js), each draw is memoized: the same true answer to
- * the same question gives the same report on every submission from this browser. Elsewhere each
- * submission draws afresh, and the page says so.
+ * How each report is drawn depends on the survey (data-regime, SECURITY.md section 2):
+ * - "memoized": where the browser can keep a secret (see memo.js), the same true answer to the same
+ *   question gives the same report on every submission from this browser; elsewhere each submission
+ *   draws afresh, and the page says so.
+ * - "single-use" (a survey by invitation: a code admits one submission) and "shared" (answered on
+ *   shared devices, where a browser's secret would be everyone's): a fresh draw every time, and
+ *   nothing is kept in the browser (memo.js is not even loaded). "shared" also clears the page after
+ *   sending and replaces it in the history by the thank-you page, so that the next person finds
+ *   nothing of the previous one, not with the back button either.
+ *
+ * Sending. The answers go with fetch(), not as a navigation, so that the page and what it sent stay
+ * when the answer does not come back (a dropped connection, a server error): the respondent is told
+ * that sending again is safe, and a retry posts the very same body with the same submission key (32
+ * hex digits from crypto.getRandomValues, made once per filling of the form), which the server
+ * stores once. The key lives in the page only: nothing is written to any storage, so nothing of it
+ * outlives the page (on a shared device, nothing passes to the next person). A refusal (4xx) shows
+ * the server's reason; success goes to the thank-you page.
  */
 (function () {
   "use strict";
@@ -17,9 +31,24 @@
   }
   var status = document.getElementById("form-status");
   var button = document.getElementById("submit-button");
+  var clearButton = document.getElementById("clear-answers");
+  var keyField = document.getElementById("submission-key");
   var fieldsets = Array.prototype.slice.call(form.querySelectorAll("fieldset.question"));
-  var memo = window.SurveyMemo || null;
+  var regime = form.dataset.regime || "memoized";
+  var shared = regime === "shared";
+  var memo = regime === "memoized" ? window.SurveyMemo || null : null;
+  var sendLabel = button.textContent;
+  var KEY = /^[0-9a-f]{32}$/;
   var sending = false;
+  // This filling's last body and the answers it was made from ({answers, body}): sent again byte for
+  // byte while the answers are unchanged, so that a retry repeats the same reports (a fresh draw
+  // would be a second, independent look at the same true answer).
+  var last = null;
+  // Whether an attempt of this filling got no answer: it may have been stored.
+  var inDoubt = false;
+  // This filling's fresh draws, by question and true answer: a retry with one answer changed draws
+  // again for that answer only (never a second look at an unchanged one).
+  var drawn = {};
   // An organizer's preview (data-preview): the page works, but nothing can be sent from it.
   var preview = form.hasAttribute("data-preview");
 
@@ -41,7 +70,27 @@
       no.hidden = on;
     }
   }
-  showMemo(Boolean(memo && memo.available()));
+  if (regime === "memoized") {
+    showMemo(Boolean(memo && memo.available()));
+  }
+
+  function hex(bytes) {
+    var out = "";
+    for (var i = 0; i < bytes.length; i++) {
+      out += (bytes[i] < 16 ? "0" : "") + bytes[i].toString(16);
+    }
+    return out;
+  }
+
+  /* This filling's submission key: the one in the page (the server's, after a refusal), or 128 new random bits. */
+  function submissionKey() {
+    if (!KEY.test(keyField.value)) {
+      var bytes = new Uint8Array(16);
+      window.crypto.getRandomValues(bytes);
+      keyField.value = hex(bytes);
+    }
+    return keyField.value;
+  }
 
   function chosen(fieldset) {
     if (fieldset.hasAttribute("data-number")) {
@@ -52,6 +101,16 @@
       ? "input[data-true-answer]:checked"
       : "input[name='q_" + fieldset.dataset.key + "']:checked";
     return fieldset.querySelector(selector);
+  }
+
+  /* Everything the respondent has answered, as text: a retry with the same answers resends the same body. */
+  function answersNow() {
+    return JSON.stringify(
+      fieldsets.map(function (fieldset) {
+        var input = chosen(fieldset);
+        return input ? input.value : null;
+      })
+    );
   }
 
   function markMissing(fieldset, missing, message) {
@@ -89,11 +148,15 @@
 
   function freshReports(items) {
     return items.map(function (item) {
-      return window.SurveyRandomizer.sample(column(item[0], item[1]));
+      var id = item[0].dataset.key + "\n" + item[1];
+      if (!Object.prototype.hasOwnProperty.call(drawn, id)) {
+        drawn[id] = window.SurveyRandomizer.sample(column(item[0], item[1]));
+      }
+      return drawn[id];
     });
   }
 
-  /* One reported value per [fieldset, true code]: memoized where possible, fresh draws otherwise. */
+  /* One reported value per [fieldset, true code]: memoized where the regime and browser allow, fresh otherwise. */
   function reportAll(items) {
     if (!memo) {
       return Promise.resolve(freshReports(items));
@@ -121,6 +184,153 @@
         }
         return reports;
       });
+  }
+
+  function clearReports() {
+    form.querySelectorAll("input[data-reported-for]").forEach(function (field) {
+      field.value = "";
+      field.disabled = true;
+    });
+  }
+
+  /* The body to post for these answers: the last one if the answers are unchanged, else new reports. */
+  function bodyFor(answers, toReport) {
+    if (last && last.answers === answers) {
+      return Promise.resolve(last.body);
+    }
+    return reportAll(toReport).then(function (reports) {
+      toReport.forEach(function (item, i) {
+        var field = item[0].querySelector("input[data-reported-for]");
+        field.value = String(reports[i]);
+        field.disabled = false;
+      });
+      submissionKey();
+      var body = new URLSearchParams(new FormData(form)).toString();
+      clearReports(); // the reports travel in the body only; the page does not keep them in its fields
+      last = { answers: answers, body: body };
+      return body;
+    });
+  }
+
+  function post(body) {
+    return window.fetch(form.action, {
+      method: "POST",
+      body: body,
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "text/html" },
+      credentials: "same-origin",
+      // the 303 to the thank-you page is the sign of success; it is followed so that its address, which
+      // says whether the answers had already arrived (a resend), is the one the page then goes to
+      redirect: "follow",
+      cache: "no-store",
+    });
+  }
+
+  // While an attempt's outcome is unknown, leaving the page would lose its key: the browser asks first.
+  function holdOnLeaving(event) {
+    event.preventDefault();
+    event.returnValue = "";
+  }
+
+  function say(kind, text) {
+    status.className = kind;
+    status.textContent = text;
+  }
+
+  /* After a sending that did not end on the thank-you page: the why, above the questions, in view. */
+  function showStatus() {
+    if (status.scrollIntoView) {
+      status.scrollIntoView({ block: "center" });
+    }
+  }
+
+  function ready(label) {
+    sending = false;
+    button.disabled = preview;
+    button.textContent = label || sendLabel;
+    if (clearButton) {
+      clearButton.disabled = false;
+    }
+  }
+
+  /* Back to an empty form with no key: for the next person on a shared device, or on request. */
+  function resetFilling() {
+    form.reset();
+    document.getElementById("true-answers").reset();
+    fieldsets.forEach(function (fieldset) {
+      fieldset.querySelectorAll("input[type=radio]").forEach(function (input) {
+        input.checked = false;
+      });
+      fieldset.querySelectorAll("input[type=number]").forEach(function (input) {
+        input.value = "";
+      });
+      markMissing(fieldset, false);
+    });
+    clearReports();
+    keyField.value = "";
+    last = null;
+    inDoubt = false;
+    drawn = {};
+    window.removeEventListener("beforeunload", holdOnLeaving);
+    say("", "");
+  }
+
+  /* The thank-you page's address if the response is the thank-you page reached by the post's redirect. */
+  function thanksReached(response) {
+    var expected = new URL(form.dataset.thanks, window.location.href);
+    var reached = response.redirected && response.ok ? new URL(response.url) : null;
+    return reached && reached.origin === expected.origin && reached.pathname === expected.pathname ? reached.href : null;
+  }
+
+  function stored(thanks) {
+    window.removeEventListener("beforeunload", holdOnLeaving);
+    last = null;
+    inDoubt = false;
+    drawn = {};
+    keyField.value = ""; // this filling is done: another one (going back, answering again) gets a new key
+    if (shared) {
+      resetFilling();
+      window.location.replace(thanks); // the filled page leaves the history: the back button cannot reach it
+    } else {
+      window.location.assign(thanks);
+    }
+  }
+
+  function uncertain(why) {
+    inDoubt = true;
+    window.addEventListener("beforeunload", holdOnLeaving);
+    say(
+      "alert",
+      why +
+        " Your answers may or may not have arrived, and they are still here. Sending again is safe: if they did arrive," +
+        " they will not be counted twice." +
+        (shared ? " If you cannot send them now, press “Clear my answers” before you leave this device." : "")
+    );
+    ready("Send again");
+    showStatus();
+  }
+
+  function refused(httpStatus, html) {
+    var text = "";
+    try {
+      var page = new DOMParser().parseFromString(html, "text/html");
+      var reason = page.querySelector("[role=alert]") || page.querySelector("main h1");
+      text = reason ? reason.textContent.replace(/\s+/g, " ").trim() : "";
+    } catch (e) {
+      text = "";
+    }
+    if (!text) {
+      text = "The survey did not accept your answers (error " + httpStatus + ").";
+    }
+    if (inDoubt) {
+      // this attempt was refused, but an earlier one whose outcome is unknown may have been stored
+      text = text.replace(/\s*Nothing was (sent or )?(stored|changed)\.?\s*$/i, "");
+      text += " (Your earlier sending may have arrived; this page cannot tell. Sending again will not count it twice.)";
+    } else if (!/nothing was (sent or )?(stored|changed)/i.test(text)) {
+      text += " Nothing was stored.";
+    }
+    say("alert", text);
+    ready(inDoubt ? "Send again" : sendLabel);
+    showStatus();
   }
 
   form.addEventListener("input", function (event) {
@@ -159,52 +369,79 @@
       }
     });
     if (invalid.length > 0) {
-      status.className = "alert";
-      status.textContent = "A number is outside what the question accepts; it is marked below.";
+      say("alert", "A number is outside what the question accepts; it is marked below.");
       invalid[0].querySelector("input").focus();
       return;
     }
     if (missing.length > 0) {
-      status.className = "alert";
-      status.textContent =
+      say(
+        "alert",
         missing.length === 1
           ? "One required question has no answer yet; it is marked below."
-          : missing.length + " required questions have no answer yet; they are marked below.";
+          : missing.length + " required questions have no answer yet; they are marked below."
+      );
       missing[0].querySelector("input").focus();
       return;
     }
     sending = true;
     button.disabled = true;
-    status.className = "";
-    status.textContent = "";
-    reportAll(toReport)
-      .then(function (reports) {
-        toReport.forEach(function (item, i) {
-          var field = item[0].querySelector("input[data-reported-for]");
-          field.value = String(reports[i]);
-          field.disabled = false;
-        });
-        HTMLFormElement.prototype.submit.call(form);
-      })
+    if (clearButton) {
+      clearButton.disabled = true;
+    }
+    say("", "");
+    var answers = answersNow();
+    bodyFor(answers, toReport)
+      .then(
+        function (body) {
+          return post(body).then(
+            function (response) {
+              var thanks = thanksReached(response);
+              if (thanks) {
+                stored(thanks);
+              } else if (response.status >= 400 && response.status < 500) {
+                return response.text().then(function (html) {
+                  refused(response.status, html);
+                });
+              } else if (response.status >= 500) {
+                uncertain("The server had a problem (error " + response.status + ").");
+              } else {
+                uncertain("The server's answer was not the one expected (status " + response.status + ").");
+              }
+            },
+            function () {
+              uncertain("The connection failed before an answer came back.");
+            }
+          );
+        },
+        function () {
+          ready();
+          say("alert", "Your answers could not be randomized, so nothing was sent. Please reload the page and try again.");
+        }
+      )
       .catch(function () {
-        sending = false;
-        button.disabled = false;
-        status.className = "alert";
-        status.textContent = "Your answers could not be randomized, so nothing was sent. Please reload the page and try again.";
+        // the key stays: if anything was stored, sending again is answered "already received"
+        ready();
+        say("alert", "Something went wrong on this page. Sending again is safe: your answers will not be counted twice.");
       });
   });
 
-  // Coming back to this page from the browser's cache: let the form be used again, reports cleared.
+  if (clearButton) {
+    clearButton.addEventListener("click", function () {
+      if (!sending) {
+        resetFilling();
+        ready();
+      }
+    });
+  }
+
+  // Coming back to this page from the browser's cache: let the form be used again (after a stored
+  // submission the key was emptied before leaving, so the next sending is a new filling).
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
-      sending = false;
-      button.disabled = preview;
-      form.querySelectorAll("input[data-reported-for]").forEach(function (field) {
-        field.value = "";
-        field.disabled = true;
-      });
+      clearReports();
+      ready(inDoubt ? "Send again" : sendLabel);
     }
   });
 
-  button.disabled = preview;
+  ready();
 })();

@@ -57,15 +57,20 @@ class SurveyDetailsForm(BuilderForm):
     run_by = StringField("Run by")
     contact = StringField("Contact")
     ethics_statement = TextAreaField("Consent or ethics statement")
+    # How respondents answer: on a device several people share, the page keeps nothing (SECURITY.md, section 2).
+    shared_devices = BooleanField("Answered on shared devices (several people answer on one computer or tablet)")
 
     TEXTS = ("title", "introduction", "closing_message", "run_by", "contact", "ethics_statement")
 
     @classmethod
     def for_survey(cls, survey: Survey) -> SurveyDetailsForm:
-        return cls(formdata=None, data={name: getattr(survey, name) for name in cls.TEXTS})
+        data = {name: getattr(survey, name) for name in cls.TEXTS}
+        return cls(formdata=None, data={**data, "shared_devices": survey.shared_devices})
 
     def spec(self) -> dict[str, Any]:
-        return {name: self[name].data or "" for name in self.TEXTS}
+        """The texts and the shared-devices setting, as spec fields (an unticked box is false)."""
+        texts = {name: self[name].data or "" for name in self.TEXTS}
+        return {**texts, "shared_devices": bool(self.shared_devices.data)}
 
 
 class PlanningForm(BuilderForm):

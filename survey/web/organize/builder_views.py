@@ -111,13 +111,14 @@ def build(slug: str):
 @bp.post("/surveys/<slug>/details")
 @login_required
 def details(slug: str):
-    """Title, introduction and closing message: texts, so they can be corrected in any state."""
+    """Title, introduction, closing message, who is asking, and whether the survey is answered on
+    shared devices: none of them touches a design, so they can be changed in any state."""
     survey = _editable(slug)
     form = SurveyDetailsForm(formdata=request.form)
     return commit_or_refuse(
         lambda: builder.update_details(survey, **form.spec()),
         form=form,
-        done=lambda _: _to_build(survey, "Survey texts saved."),
+        done=lambda _: _to_build(survey, "Survey texts and settings saved."),
         refused=lambda status, _: _render_build(survey, details_form=form, status=status),
     )
 

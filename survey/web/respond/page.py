@@ -16,6 +16,13 @@ from survey.domain.models import Question, Survey
 from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
 from survey.privacy import Mechanism
 
+#: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
+#: secret this browser keeps, so the same browser sending the same answer again repeats its report.
+#: SINGLE_USE (a survey by invitation: each code admits one submission, so there is nothing to repeat)
+#: and SHARED (answered on shared devices, where a browser's secret would be everyone's): a fresh
+#: draw each time, nothing kept in the browser; SHARED also clears the page for the next person.
+MEMOIZED, SINGLE_USE, SHARED = "memoized", "single-use", "shared"
+
 #: Up to this many options, none longer than COLUMN_LABEL characters, are laid out in two columns.
 COLUMN_OPTIONS = 6
 COLUMN_LABEL = 20
@@ -83,6 +90,17 @@ class SurveyPage:
     @property
     def total_epsilon(self) -> str:
         return epsilon_text(self.epsilon)
+
+    @property
+    def regime(self) -> str:
+        """How reports are drawn: memoized per browser only where one browser is one respondent and
+        may answer again; shared devices come first, since there a code does not make the device
+        anyone's own."""
+        if self.survey.shared_devices:
+            return SHARED
+        if self.survey.access == "invitation":
+            return SINGLE_USE
+        return MEMOIZED
 
     @property
     def total_deniability(self) -> str:

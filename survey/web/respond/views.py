@@ -175,20 +175,40 @@ def preview(slug: str):
     return response
 
 
+def _usable_code(survey: Survey, typed: str) -> str:
+    """``typed`` normalized if it is a code that would admit a submission to ``survey`` now; "" otherwise."""
+    if survey.access != "invitation" or not typed:
+        return ""
+    try:
+        check_code(db.session, survey.id, typed)
+    except Forbidden:
+        return ""
+    return normalize(typed)
+
+
 @bp.get("/s/<slug>/privacy")
 def privacy(slug: str):
-    """What is and is not protected, in plain words. A survey by invitation keeps its question texts
-    for invitees: here its questions are named by number only, and no invitation code is asked for.
-    A draft's organizers see its page too, marked as a preview."""
+    """What is and is not protected, in plain words, for the way this survey draws its reports.
+
+    A survey by invitation shows its questions to holders of a valid code only, and so does this
+    page: without one it explains the protection in general and names nothing of the questions (no
+    key, text, option, number of questions or ε); with the code the survey page links here with, it
+    shows each question as the survey page does. The survey's organizers see the whole page, marked
+    as a preview (a draft's too)."""
     survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-    draft_preview = survey is not None and survey.is_draft and allowed(current_user, survey, "edit")
-    if not draft_preview:
-        survey = _survey_or_404(slug)
+    if survey is None:
+        abort(404)
+    code = _usable_code(survey, request.args.get("code", ""))
+    hidden = survey.is_draft or (survey.access == "invitation" and not code)
+    preview = hidden and allowed(current_user, survey, "edit")
+    if survey.is_draft and not preview:
+        abort(404)
     return render_template(
         "respond/privacy.html",
         page=survey_page(survey),
-        show_texts=survey.access == "link",
-        preview=draft_preview,
+        show_questions=not hidden or preview,
+        code=code,
+        preview=preview,
     )
 
 
