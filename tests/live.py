@@ -9,8 +9,6 @@ fixtures. Playwright cannot download browsers here, so Chromium is Debian's (``m
 from __future__ import annotations
 
 import contextlib
-import inspect
-import io
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,34 +48,6 @@ def serve(app) -> Iterator[int]:
         thread.join(timeout=5)
 
 
-class SubmissionKeyBridge:
-    """Until the server reads the respondent page's ``submission_key`` (issue 20: the lead's part, in
-    ``submit_form``), it refuses the field as unexpected; this drops it from form posts to ``/s/...``
-    before the app sees them, so that the browser tests can run on a branch that has the page's side
-    only. It is not installed once ``submit_form`` names the field (:func:`bridge_submission_keys`).
-    Remove it when both sides are merged."""
-
-    def __init__(self, wsgi_app) -> None:
-        self.wsgi_app = wsgi_app
-
-    def __call__(self, environ, start_response):
-        form_post = environ.get("REQUEST_METHOD") == "POST" and environ.get("PATH_INFO", "").startswith("/s/")
-        if form_post and environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
-            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            body = b"&".join(part for part in body.split(b"&") if not part.startswith(b"submission_key="))
-            environ["wsgi.input"] = io.BytesIO(body)
-            environ["CONTENT_LENGTH"] = str(len(body))
-        return self.wsgi_app(environ, start_response)
-
-
-def bridge_submission_keys(app) -> None:
-    """Install :class:`SubmissionKeyBridge` unless the server's form post already reads the key."""
-    from survey.web.respond import views
-
-    if "submission_key" not in inspect.getsource(views.submit_form):
-        app.wsgi_app = SubmissionKeyBridge(app.wsgi_app)
-
-
 @contextlib.contextmanager
 def live_site(folder: Path, secret: str, setup: Callable, **config) -> Iterator[tuple]:
     """A fresh migrated SQLite app in ``folder``, filled by ``setup(session)``, served on a free port;
@@ -104,7 +74,6 @@ def live_site(folder: Path, secret: str, setup: Callable, **config) -> Iterator[
         setup(db.session)
         db.session.commit()
         limiter.reset()
-    bridge_submission_keys(app)
     try:
         with serve(app) as port:
             yield app, f"http://127.0.0.1:{port}"

@@ -1,7 +1,7 @@
 """A survey may be marked as answered on shared devices: the respondent's page then keeps nothing.
 
 Revision ID: 0013
-Revises: 0004
+Revises: 0012
 
 ``surveys.shared_devices`` is off for every survey, existing ones included. With it on, the
 respondent's page draws each report afresh (no per-browser memoization, whose secret would be
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0004"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
