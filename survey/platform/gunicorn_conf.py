@@ -8,14 +8,15 @@ database connection pool (SQLAlchemy's default: 5, up to 15 under load), so give
 
 **Slow clients.** Sync workers serve one connection each from its first byte to its last: four
 clients that send their request slowly held all four workers (each until the 30 s timeout, then
-the next) and a respondent waited 41 s. Threaded workers (``gthread``) keep idle and kept-alive
-connections in one poller and give a thread only to a connection that has sent something; a
-client that then trickles holds that one thread, not the worker, so it takes workers × threads
-slow clients, not workers, to starve the server. Threads rather than gevent: the analysis pages
-compute (numpy, scipy), and a greenlet that computes stops every other connection of its worker,
-health checks included (measured: /health waited 1.2 s behind three 1.5 s computations under
-gevent, 15 ms under gthread). No worker class bounds how long a client may take to send its
-request, so production puts a buffering reverse proxy in front (README, "Running in production").
+the next) and a respondent waited 41 s. Threaded workers (``gthread``) keep kept-alive connections
+in one poller and read each request in a thread of a pool: a client that trickles holds one thread,
+not the worker, so it takes workers × threads slow clients, not workers, to starve the server
+(tests/test_serving.py: eight slow clients against two workers, and a respondent is answered at
+once). Threads rather than gevent: the analysis pages compute (numpy, scipy), and a greenlet that
+computes stops every other connection of its worker, health checks included (measured: /health
+waited 1.2 s behind three 1.5 s computations under gevent, 15 ms under gthread). No worker class
+bounds how long a client may take to send its request, so production puts a buffering reverse
+proxy in front, which hands gunicorn only whole requests (README, "Running in production").
 
 The access log carries the method, the path (never the query string, where invitation codes
 travel), the status, the size and the duration; no client address, no time of day and no user
