@@ -24,6 +24,7 @@ import http.client
 import json
 import logging
 import re
+import shutil
 import threading
 import time
 import uuid
@@ -339,6 +340,29 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
         assert db.session.scalar(select(func.count()).select_from(Submission)) == 3  # 1, then 2 and 3 above
         db.session.remove()
         db.engine.dispose()
+
+
+def test_on_sqlite_a_wrong_statement_is_a_500_and_a_missing_database_a_503(tmp_path, sqlite_template, captured):
+    """SQLite raises OperationalError for a misspelt table as for a database it cannot open: the
+    first is a bug, answered 500 and logged with its traceback; only the second is an outage."""
+    path = tmp_path / "wrong.sqlite"
+    shutil.copyfile(sqlite_template, path)
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}", "SECRET_KEY": "t", "RATELIMIT_ENABLED": False})
+    with app.app_context():
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.execute(text("DROP TABLE answers"))
+        db.session.commit()
+    response = app.test_client().post(PATH, json={"answers": ANSWERS})
+    assert response.status_code == 500
+    assert captured.count(UNAVAILABLE_LINE) == 0
+    assert any(r.exc_info and "no such table" in str(r.exc_info[1]) for r in captured.records)
+    with app.app_context():
+        db.engine.dispose()
+
+    gone = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'missing' / 'x.sqlite'}", "SECRET_KEY": "t"})
+    page = gone.test_client().get("/s/small-test")
+    assert page.status_code == 503 and shows(page.get_data(), PAGE_UNAVAILABLE)
+    assert captured.count(UNAVAILABLE_LINE) == 1
 
 
 # -- auto-close races ------------------------------------------------------------------------------

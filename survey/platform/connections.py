@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -46,7 +47,27 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     psycopg.InterfaceError,
 )
 
+#: SQLite's result codes (the primary code, the low byte) for a database that cannot be used now,
+#: rather than a statement that is wrong (SQLITE_ERROR, which is also an OperationalError there):
+#: BUSY, LOCKED, IOERR, FULL, CANTOPEN, PROTOCOL.
+SQLITE_UNAVAILABLE = frozenset({5, 6, 10, 13, 14, 15})
+
 log = logging.getLogger("survey.database")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error``, one of :data:`UNAVAILABLE`, means the database cannot be used now (down,
+    restarting, unreachable, out of connections, locked) rather than that a statement is wrong.
+
+    The DB-API's OperationalError is "not necessarily under the control of the programmer": so it is
+    for psycopg, but SQLite raises it for a misspelt column too, which must stay a 500 with its
+    traceback for whoever has to fix it."""
+    if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+        return True
+    original = getattr(error, "orig", None) or error
+    if isinstance(original, sqlite3.Error):
+        return (getattr(original, "sqlite_errorcode", 0) & 0xFF) in SQLITE_UNAVAILABLE
+    return True
 
 
 def _has_input(dbapi_connection: Any) -> bool:
@@ -139,6 +160,8 @@ def end_sessions_through_outages(app: Flask, session: scoped_session) -> None:
         try:
             session.remove()
         except UNAVAILABLE as error:
+            if not is_unavailable(error):
+                raise
             outage.failed(error)
             session.registry.clear()
 

@@ -21,7 +21,7 @@ from flask_login import current_user
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Membership, Survey, User
 from survey.domain.sharing import SurveyAccess, invitations_for, survey_access
-from survey.platform.connections import UNAVAILABLE, outage
+from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
 from survey.platform.extensions import db
 from survey.platform.security import MESSAGES, error_response, wants_json
 
@@ -173,7 +173,10 @@ def outage_message() -> str:
 
 
 def _database_unavailable(error: Exception) -> Response:
-    """503, ``Retry-After``, the sentence for this request; one log line per outage (not per request)."""
+    """503, ``Retry-After``, the sentence for this request; one log line per outage (not per request).
+    An error that is not an outage (a wrong statement on SQLite) goes on to be a 500, logged whole."""
+    if not is_unavailable(error):
+        raise error
     outage.failed(error)
     g.database_unavailable = True  # the response hooks must not touch the database again
     message = outage_message()
