@@ -17,7 +17,8 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def init_app(app: Flask) -> None:
-    """Proxies, the database and its migrations, CSRF, sign-in sessions, the health check, rate
+    """Request bodies bounded whatever their framing, proxies, the database (connections checked
+    before use, outages noted) and its migrations, CSRF, sign-in sessions, the health check, rate
     limits, security headers and error pages, log scrubbing and the CLI commands."""
     from . import cli, connections, logs, security
     from .bodies import BoundedRequest
