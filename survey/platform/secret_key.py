@@ -25,19 +25,26 @@ def instance_secret_key(instance_path: str | Path) -> str:
     Two processes starting at once agree on one key: each writes its own to a private temporary
     file and links it into place, which fails if the other was first; both then read the file."""
     path = Path(instance_path) / FILE_NAME
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as out:
-            out.write(secrets.token_hex(32) + "\n")
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass  # another process made it a moment ago: use that one
-        finally:
-            temporary.unlink()
-    key = path.read_text().strip()
+    try:
+        if not path.exists():
+            _make(path)
+        key = path.read_text().strip()
+    except OSError as error:
+        raise RuntimeError(f"cannot keep a secret key in {path} ({error}): set SECRET_KEY instead") from None
     if len(key) < MINIMUM_LENGTH:
         raise RuntimeError(f"{path} holds no usable secret key: delete it, and a new one is made at the next start")
     return key
+
+
+def _make(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(secrets.token_hex(32) + "\n")
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass  # another process made it a moment ago: use that one
+    finally:
+        temporary.unlink()
