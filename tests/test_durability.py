@@ -210,7 +210,10 @@ def test_closing_while_submissions_arrive(live):
     threads = [threading.Thread(target=load) for _ in range(THREADS)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 60
     while len(outcomes) < 40:
+        assert time.monotonic() < deadline, f"only {len(outcomes)} submissions answered in 60 s"
+        assert any(t.is_alive() for t in threads), "the load stopped before 40 submissions"
         time.sleep(0.01)
     with app.app_context():
         close(db.session.scalar(select(Survey)))
@@ -231,9 +234,10 @@ def test_closing_while_submissions_arrive(live):
         assert dict(per_question.all()) == {key: statuses[201] for key in ANSWERS}
 
 
-def test_a_lost_database_connection_costs_one_request_and_stores_nothing_partial(request, tmp_path):
-    """The database drops the app's connections (a restart, a failover): the request that meets a
-    dead connection is refused, the connection is discarded, and the next ones are stored."""
+def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(request, tmp_path):
+    """The database drops the app's connections (a restart, a failover): each dead connection is
+    found when it leaves the pool (the server's goodbye is waiting on it) and replaced, so no request
+    fails, and nothing is stored in part. (A crash and restart of a whole server: test_faults.py.)"""
     if "postgresql" not in BACKENDS:
         pytest.skip("TEST_DATABASE_URL is not set")
     config = make_config("postgresql", tmp_path, request)
@@ -257,9 +261,7 @@ def test_a_lost_database_connection_costs_one_request_and_stores_nothing_partial
                 ).scalar()
             assert killed >= 1
             statuses = [post(port, {"answers": ANSWERS})[0] for _ in range(10)]
-        failed = [s for s in statuses if s != 201]
-        assert set(failed) <= {500} and len(failed) <= killed, statuses
-        assert statuses[-5:] == [201] * 5  # service is back
+        assert statuses == [201] * 10
         with app.app_context():
             survey = db.session.scalar(select(Survey))
             stored = db.session.scalar(select(func.count()).select_from(Submission))

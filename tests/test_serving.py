@@ -8,6 +8,8 @@ import json
 import os
 import re
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -21,6 +23,7 @@ from sqlalchemy import select, text
 
 from survey import create_app
 from survey.domain.invitations import generate_codes
+from survey.domain.mixing import held_count
 from survey.domain.models import Survey
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import survey_counts, tally_mismatches
@@ -29,6 +32,7 @@ from survey.platform.limits import limiter
 from survey.platform.schema import alembic_config, upgrade_database
 
 from .conftest import BACKENDS, SMALL_SPEC, limited_app, own_database
+from .live import serve
 from .test_durability import ANSWERS, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +96,47 @@ def test_the_production_entry_point_refuses_to_start_without_a_secret_key(tmp_pa
     assert wsgi_import({**database, "SURVEY_ENV": "development"}).returncode == 0
 
 
+def test_development_signs_with_a_random_key_made_once_in_instance(tmp_path, monkeypatch):
+    """Not the public ``dev-only-change-me``: a key of this installation's own, 0600, kept across
+    restarts; production still refuses to start without SECRET_KEY, whatever the file holds."""
+    from flask import Flask
+
+    from survey.platform.config import DEV_SECRET, load
+
+    for name in ("SECRET_KEY", "SURVEY_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", "sqlite://")
+
+    def key_of(instance: Path) -> str:
+        app = Flask("survey", instance_path=str(instance), instance_relative_config=True)
+        load(app)
+        return app.config["SECRET_KEY"]
+
+    first = key_of(tmp_path / "a")
+    assert first != DEV_SECRET and re.fullmatch(r"[0-9a-f]{64}", first)
+    key_file = tmp_path / "a" / "secret_key"
+    assert key_file.read_text().strip() == first
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert key_of(tmp_path / "a") == first  # the next start signs with the same key
+    assert key_of(tmp_path / "b") != first  # another installation, another key
+    from survey.platform.secret_key import instance_secret_key
+
+    keys: list[str] = []
+    starts = [threading.Thread(target=lambda: keys.append(instance_secret_key(tmp_path / "c"))) for _ in range(8)]
+    for t in starts:
+        t.start()
+    for t in starts:
+        t.join(timeout=30)
+    assert len(keys) == 8 and len(set(keys)) == 1  # processes starting at once agree on one key
+    assert sorted(path.name for path in (tmp_path / "c").iterdir()) == ["secret_key"]
+    monkeypatch.setenv("SURVEY_ENV", "production")
+    with pytest.raises(RuntimeError, match="needs SECRET_KEY"):
+        key_of(tmp_path / "a")
+    # an app built for a test without a key gets a random one and writes nothing
+    app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://"})
+    assert app.config["SECRET_KEY"] not in (None, DEV_SECRET, first)
+
+
 def test_trusted_proxies_make_rate_limits_count_the_forwarded_address(tmp_path, sqlite_template):
     def app_with(proxies: int):
         app = limited_app(tmp_path, sqlite_template, SUBMISSION_RATE_LIMIT="2 per minute", TRUSTED_PROXIES=proxies)
@@ -122,6 +167,13 @@ def served(request, tmp_path):
     """gunicorn (survey.platform.gunicorn_conf, two workers) on a migrated database of its own; yields
     (port, database url, log path)."""
     with own_database(request.param, tmp_path, "served") as url:
+        yield from _gunicorn(url, tmp_path)
+
+
+@pytest.fixture
+def served_on_sqlite(tmp_path):
+    """:func:`served` on SQLite only, for what does not depend on the database."""
+    with own_database("sqlite", tmp_path, "served") as url:
         yield from _gunicorn(url, tmp_path)
 
 
@@ -215,14 +267,21 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
     with app.app_context():
         for slug, expected in (("small-test", 160), ("coded", 1)):
             survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-            assert survey_counts(db.session, survey).submissions == expected
+            # a coded submission is held until its batch is released (survey/domain/mixing.py)
+            counted = survey_counts(db.session, survey).submissions + held_count(db.session, survey.id)
+            assert counted == expected
             assert tally_mismatches(db.session, survey) == []
         db.engine.dispose()
 
-    time.sleep(0.5)  # let the workers flush their log lines
-    lines = log.read_text().splitlines()
-    access = [line for line in lines if "/api/surveys/" in line or line.startswith("GET /s/")]
-    assert len(access) >= 163, "\n".join(lines[-20:])
+    # A worker writes its access line after the response has gone out: wait for all of them.
+    deadline = time.monotonic() + 60
+    while True:
+        lines = log.read_text().splitlines()
+        access = [line for line in lines if "/api/surveys/" in line or line.startswith("GET /s/")]
+        if len(access) >= 163:
+            break
+        assert time.monotonic() < deadline, "\n".join(lines[-20:])
+        time.sleep(0.05)
     assert any(line.startswith("POST /api/surveys/small-test/responses 201 ") for line in access)
     assert any(line.startswith("GET /s/coded 200 ") for line in access)
     everything = "\n".join(lines)
@@ -274,3 +333,114 @@ def test_swept_memory_storage_counts_expires_and_forgets_without_threads(monkeyp
     storage._next_sweep = 0.0  # a second has passed since the last sweep
     storage.incr("192.0.2.1", 60)  # the next hit sweeps what has expired: the address is forgotten
     assert "198.51.100.9" not in storage.storage and "198.51.100.9" not in storage.expirations
+
+
+# -- slow clients ----------------------------------------------------------------------------------
+
+#: Four times the two workers of the served app: under sync workers, four slow clients held all four
+#: workers of a host (each until the 30 s timeout, then the next) and a respondent waited 41 s.
+SLOW_CLIENTS = 8
+
+
+def test_slow_clients_do_not_keep_a_respondent_waiting(served_on_sqlite):
+    """Clients that connect and send nothing, send their headers a line at a time, or their body a
+    byte at a time, hold no worker: a respondent's requests are answered meanwhile, promptly (well
+    under the 30 s worker timeout that each slow client used to hold a sync worker for)."""
+    port, _, _ = served_on_sqlite
+    stop = threading.Event()
+    connections: list[socket.socket] = []
+    started = threading.Semaphore(0)
+
+    def slow(kind: str) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+            connections.append(conn)
+            try:
+                if kind == "head":
+                    conn.sendall(b"GET /s/small-test HTTP/1.1\r\nHost: survey\r\n")
+                elif kind == "body":
+                    conn.sendall(
+                        b"POST /api/surveys/small-test/responses HTTP/1.1\r\nHost: survey\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"
+                    )
+                started.release()
+                while not stop.wait(0.5):
+                    if kind == "head":
+                        conn.sendall(b"X-Slowly: 1\r\n")
+                    elif kind == "body":
+                        conn.sendall(b" ")
+            except OSError:
+                if not stop.is_set():
+                    raise
+
+    kinds = ["head", "body", "idle", "head", "body", "idle", "head", "body"][:SLOW_CLIENTS]
+    threads = [threading.Thread(target=slow, args=(kind,), daemon=True) for kind in kinds]
+    for t in threads:
+        t.start()
+    try:
+        for _ in threads:
+            assert started.acquire(timeout=30)
+        answered = []
+        for method, path, body, expected in (
+            ("GET", "/s/small-test", None, 200),
+            ("POST", "/api/surveys/small-test/responses", {"answers": ANSWERS}, 201),
+            ("GET", "/health", None, 200),
+        ):
+            begun = time.monotonic()
+            status, _ = request_json(port, method, path, body)
+            answered.append((path, status, round(time.monotonic() - begun, 2)))
+            assert status == expected, answered
+        assert all(seconds < 10 for _, _, seconds in answered), answered
+        assert all(t.is_alive() for t in threads), "a slow client was cut off before the test ended"
+    finally:
+        stop.set()
+        for conn in connections:
+            conn.close()
+        for t in threads:
+            t.join(timeout=10)
+
+
+# -- request bodies --------------------------------------------------------------------------------
+
+LIMIT = 64 * 1024  # MAX_CONTENT_LENGTH
+
+
+def _post(port: int, path: str, body: bytes, content_type: str, chunked: bool) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        if chunked:
+            pieces = iter([body[i : i + 8192] for i in range(0, len(body), 8192)])
+            conn.request("POST", path, pieces, {"Content-Type": content_type}, encode_chunked=True)
+        else:
+            conn.request("POST", path, body, {"Content-Type": content_type})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_a_body_over_the_limit_is_refused_whatever_its_framing(served_on_sqlite):
+    """A valid submission followed by 200 KB of spaces was refused (413) with a Content-Length and
+    stored (201) when sent chunked: the body was cut at 64 KiB and parsed. Under gunicorn and
+    under Werkzeug's development server alike, a chunked body over the limit is now refused too,
+    and one of exactly the limit is still taken."""
+    gunicorn_port, url, _ = served_on_sqlite
+    submission = json.dumps({"answers": ANSWERS}).encode()
+    oversized = submission + b" " * 200_000
+    exactly = submission + b" " * (LIMIT - len(submission))
+    form = "&".join(f"q_{key}={value}" for key, value in ANSWERS.items()).encode()
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t", "RATELIMIT_ENABLED": False})
+    stored = 0
+    with serve(app) as development_port:
+        for port in (gunicorn_port, development_port):
+            for chunked in (False, True):
+                api = "/api/surveys/small-test/responses"
+                assert _post(port, api, oversized, "application/json", chunked) == 413
+                assert _post(port, api, exactly, "application/json", chunked) == 201
+                stored += 1
+            form_type = "application/x-www-form-urlencoded"
+            assert _post(port, "/s/small-test", form + b"&" * 200_000, form_type, chunked=True) == 413
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "small-test"))
+        assert survey_counts(db.session, survey).submissions == stored
+        db.engine.dispose()

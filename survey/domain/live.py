@@ -12,7 +12,8 @@ the plan after seeing answers choose the prior from the data, which voids the pr
 Stopping: the survey's target margin (planning settings) is compared with each randomized question's
 largest live half-width. When every randomized question has reached it, the organizer's pages say so,
 and a survey with ``auto_close`` on is closed by :func:`close_if_precise` right after the submission
-that got it there, through the same :func:`survey.domain.lifecycle.close` as a manual close.
+that got it there (:func:`survey.domain.lifecycle.close_automatically`: written only if the survey is
+still open and set to close by itself at that moment, so it closes once, and never after a reopen).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from sqlalchemy.orm import Session
 from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_test, confidence_sequence, estimate
 
 from . import lifecycle
+from .base import begin_writing
 from .coding import parse_category
-from .errors import Conflict, DomainError
+from .errors import DomainError
 from .models import Question, Survey
 from .tallies import Counts, question_day_counts, question_mechanism, survey_counts
 
@@ -104,17 +106,22 @@ def live_status(session: Session, survey: Survey, counts: Counts | None = None) 
 
 def close_if_precise(session: Session, survey_id: int) -> bool:
     """Close the survey if it is open, set to close automatically, and every randomized question has
-    reached the target margin; returns whether it was closed now. Commits what it changes."""
+    reached the target margin; returns whether it was closed now (by this call, not another).
+    Commits what it changes.
+
+    The decision reads; the close is written afterwards, in a transaction of its own that takes the
+    write lock first (SQLite), by an UPDATE that checks again that the survey is open and set to
+    close by itself. Answers only add to the tallies, so a survey found precise enough stays so."""
     survey = session.get(Survey, survey_id)
     if survey is None or not survey.auto_close or not survey.is_open:
         return False
-    if not live_status(session, survey).all_reached:
-        session.rollback()
+    precise = live_status(session, survey).all_reached
+    session.rollback()
+    if not precise:
         return False
-    try:
-        lifecycle.close(survey)
-    except Conflict:  # closed meanwhile by someone else: nothing to do
-        session.rollback()
+    begin_writing(session)
+    if not lifecycle.close_automatically(session, survey_id):
+        session.rollback()  # closed by another worker, or reopened (which switches the setting off)
         return False
     session.commit()
     return True

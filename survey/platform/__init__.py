@@ -17,14 +17,17 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def init_app(app: Flask) -> None:
-    """Proxies, the database and its migrations, CSRF, sign-in sessions, the health check, rate
+    """Request bodies bounded whatever their framing, proxies, the database (connections checked
+    before use, outages noted) and its migrations, CSRF, sign-in sessions, the health check, rate
     limits, security headers and error pages, log scrubbing and the CLI commands."""
     from . import cli, connections, logs, security
+    from .bodies import BoundedRequest
     from .extensions import csrf, db, login_manager, migrate
     from .health import bp as health_bp
     from .limits import limiter
 
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    app.request_class = BoundedRequest  # a body too long is refused, with or without a Content-Length
     if app.config.get("TRUSTED_PROXIES"):
         from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -34,10 +37,11 @@ def init_app(app: Flask) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
 
     db.init_app(app)
+    connections.end_sessions_through_outages(app, db.session)
     migrate.init_app(app, db, directory=str(MIGRATIONS))
     with app.app_context():
         connections.create_private_sqlite_file(db.engine.url)
-        connections.ping_idle_connections(db.engine)
+        connections.check_connections_before_use(db.engine)
         connections.wait_for_sqlite_writers(db.engine)
         connections.erase_deleted_sqlite_rows(db.engine)
     csrf.init_app(app)
@@ -45,5 +49,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(health_bp)
     limiter.init_app(app)
     security.init_app(app)
-    logs.init_app()
+    logs.init_app(app)
     cli.register(app)

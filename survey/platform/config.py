@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +12,8 @@ from urllib.parse import urlsplit
 from flask import Flask
 
 ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL", "SURVEY_ENV")
+#: The key development once signed cookies with: public, so refused in production. Development now
+#: makes a random key of its own in instance/ (survey.platform.secret_key).
 DEV_SECRET = "dev-only-change-me"
 #: Mail settings read from the environment as they are (MAIL_PORT, MAIL_TIMEOUT and the two TLS flags are parsed).
 MAIL_TEXT_KEYS = ("MAIL_SERVER", "MAIL_USERNAME", "MAIL_PASSWORD", "MAIL_FROM")
@@ -22,7 +25,8 @@ def is_production() -> bool:
 
 def defaults(instance_path: str) -> dict[str, Any]:
     return {
-        "SECRET_KEY": DEV_SECRET,
+        # None: production refuses to start; development makes one in instance/ (see load()).
+        "SECRET_KEY": None,
         "SQLALCHEMY_DATABASE_URI": "sqlite:///" + str(Path(instance_path) / "survey.sqlite"),
         # A submission is a few hundred bytes; anything far larger is not a submission.
         "MAX_CONTENT_LENGTH": 64 * 1024,
@@ -83,7 +87,7 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
 
     ``STRICT_TRANSPORT_SECURITY`` may be set in ``instance/config.py`` (for example without
     ``includeSubDomains`` when other sites under this host still serve plain HTTP)."""
-    if values.get("SECRET_KEY", DEV_SECRET) == DEV_SECRET:
+    if not values.get("SECRET_KEY") or values["SECRET_KEY"] == DEV_SECRET:
         raise RuntimeError(
             "SURVEY_ENV=production needs SECRET_KEY set in the environment (a long random value, e.g. "
             'python -c "import secrets; print(secrets.token_hex(32))")'
@@ -161,6 +165,13 @@ def load(app: Flask, test_config: dict[str, Any] | None = None) -> None:
             app.config.from_mapping(production_settings(dict(app.config)))
     else:
         app.config.from_mapping(test_config)
+    if not app.config.get("SECRET_KEY"):
+        # Development: a random key made on the first run and kept in instance/; an app built for a
+        # test without one gets a random key of its own, and writes nothing.
+        from .secret_key import instance_secret_key
+
+        key = instance_secret_key(app.instance_path) if test_config is None else secrets.token_hex(32)
+        app.config["SECRET_KEY"] = key
     app.config["PUBLIC_URL"] = check_public_url(app.config.get("PUBLIC_URL"))
 
 

@@ -1,26 +1,94 @@
-"""Database connections: check a pooled connection before use only when it may have gone stale.
+"""Database connections: each checked before use, and one log line per outage.
 
-SQLAlchemy's ``pool_pre_ping`` sends a ping before every checkout, which on the submission path is
-a third of all round trips. A connection handed back a moment ago is as alive as it was then, so
-here the ping is sent only to a connection that sat in the pool for more than
-``IDLE_PING_SECONDS``. If the database restarts under load, a request on a connection used just
-before fails once; SQLAlchemy then recognises the disconnect and discards the whole pool, so the
-next requests get fresh connections.
+**Checked before use.** After the database restarts, every pooled connection is dead, and the first
+request on each used to fail (4 of 16 after one restart). SQLAlchemy's ``pool_pre_ping`` would
+send a round trip before every checkout, a third of all round trips on the submission path (one
+statement). Most of that is not needed: a server that goes away closes its connections, and a
+closed connection is readable at once (the server's goodbye, or end of file). So every checkout
+asks the kernel, without a round trip, whether the idle connection has anything to read; only
+then, or after the connection sat in the pool for more than ``IDLE_PING_SECONDS`` (where a
+silently dropped connection is worth a ping), is a real ping sent, and a connection that fails it
+is replaced before the request sees it. This is a pool ``checkout`` listener, so it covers every
+way a connection leaves the pool: the ORM session and ``engine.raw_connection()`` alike (the
+submission path's driver cursor, :func:`survey.domain.submissions.autocommit_cursor`).
+
+**An outage** is reported by whoever meets it (the error handlers of :mod:`survey.web.common`, the
+health check) through :data:`outage`: the first failure logs one line, further failures nothing,
+and the first connection that works again logs one line with how long it lasted and how many
+requests were refused meanwhile. Per process: each gunicorn worker says it once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import select
+import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from flask import Flask, g, has_app_context
 from sqlalchemy import URL, Engine, event, exc
+from sqlalchemy.orm import scoped_session
 
 IDLE_PING_SECONDS = 5.0
 
+#: What a request meets when the database is down, restarting or unreachable: SQLAlchemy's errors
+#: (the ORM, and taking a connection from the pool), and the driver's own on the submission path,
+#: which runs its statement on the driver's cursor.
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    exc.OperationalError,
+    exc.TimeoutError,  # no pooled connection came free in time: the database is not answering
+    exc.InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
 
-def ping_idle_connections(engine: Engine, idle_seconds: float = IDLE_PING_SECONDS) -> None:
+#: SQLite's result codes (the primary code, the low byte) for a database that cannot be used now,
+#: rather than a statement that is wrong (SQLITE_ERROR, which is also an OperationalError there):
+#: BUSY, LOCKED, IOERR, FULL, CANTOPEN, PROTOCOL.
+SQLITE_UNAVAILABLE = frozenset({5, 6, 10, 13, 14, 15})
+
+log = logging.getLogger("survey.database")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error``, one of :data:`UNAVAILABLE`, means the database cannot be used now (down,
+    restarting, unreachable, out of connections, locked) rather than that a statement is wrong.
+
+    The DB-API's OperationalError is "not necessarily under the control of the programmer": so it is
+    for psycopg, but SQLite raises it for a misspelt column too, which must stay a 500 with its
+    traceback for whoever has to fix it."""
+    if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+        return True
+    original = getattr(error, "orig", None) or error
+    if isinstance(original, sqlite3.Error):
+        return (getattr(original, "sqlite_errorcode", 0) & 0xFF) in SQLITE_UNAVAILABLE
+    return True
+
+
+def _has_input(dbapi_connection: Any) -> bool:
+    """Whether an idle connection has something to read, without reading it. A live idle connection
+    has nothing; one the server closed has its last message or end of file. SQLite: never."""
+    fileno = getattr(dbapi_connection, "fileno", None)
+    if fileno is None:
+        return False
+    try:
+        fd = fileno()
+    except Exception:  # the driver knows it is closed
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
+
+
+def check_connections_before_use(engine: Engine, idle_seconds: float = IDLE_PING_SECONDS) -> None:
+    """Hand out only connections that work: ping one that has input waiting or sat idle for more
+    than ``idle_seconds``, and replace it when the ping fails. Every checkout that works also tells
+    :data:`outage` that the database is back."""
     dialect = engine.dialect
 
     @event.listens_for(engine, "checkin")
@@ -28,15 +96,85 @@ def ping_idle_connections(engine: Engine, idle_seconds: float = IDLE_PING_SECOND
         record.info["checked_in"] = time.monotonic()
 
     @event.listens_for(engine, "checkout")
-    def ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    def check(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         checked_in = record.info.get("checked_in")
-        if checked_in is None or time.monotonic() - checked_in < idle_seconds:
-            return
+        if checked_in is not None and (time.monotonic() - checked_in >= idle_seconds or _has_input(dbapi_connection)):
+            try:
+                dialect.do_ping(dbapi_connection)
+            except dialect.loaded_dbapi.Error as error:
+                # The pool discards it and makes a new one (SQLAlchemy's "pessimistic" handling).
+                raise exc.DisconnectionError(f"stale connection: {error}") from error
+        if outage.since is not None:
+            outage.ended()
+        if has_app_context():
+            # From here on, what this request does may reach the database: after a failure, whether
+            # anything was stored is no longer known (survey.web.common says so).
+            g.database_reached = True
+
+
+class Outage:
+    """This process's view of whether its database answers, so that an outage is logged once when
+    it starts and once when it ends, whatever the number of requests it fails in between."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: ``time.monotonic()`` of the first failure of the current outage; None while all is well.
+        self.since: float | None = None
+        self.refused = 0
+
+    def failed(self, error: BaseException) -> None:
+        """A request could not use the database: log it if it is the first since it last worked."""
+        with self._lock:
+            self.refused += 1
+            if self.since is not None:
+                return
+            self.since = time.monotonic()
+        log.error(
+            "database unavailable (%s: %s); answering 503 until it is back, further failures are not logged",
+            type(error).__name__,
+            _first_line(error),
+        )
+
+    def ended(self) -> None:
+        """A connection works again: log how long the outage lasted."""
+        with self._lock:
+            if self.since is None:
+                return
+            seconds, refused = time.monotonic() - self.since, self.refused
+            self.since, self.refused = None, 0
+        log.warning("database available again after %.1f s; %d requests were refused meanwhile", seconds, refused)
+
+
+def end_sessions_through_outages(app: Flask, session: scoped_session) -> None:
+    """End each request's session even when its connection died after the response was made.
+
+    Flask-SQLAlchemy rolls the session back when the request ends; on a connection the database
+    dropped meanwhile that rollback raises, after the response was written, and the server answered
+    500 with a traceback instead of the finished response. The database has already ended that
+    transaction, so here the failure is noted as an outage and the broken session dropped. (Teardown
+    functions run last-registered first, so this runs before Flask-SQLAlchemy's, which then finds
+    nothing left to do.)"""
+
+    @app.teardown_appcontext
+    def end_session(exception: BaseException | None) -> None:
         try:
-            dialect.do_ping(dbapi_connection)
-        except dialect.loaded_dbapi.Error as error:
-            # The pool replaces this connection and tries again (SQLAlchemy's "pessimistic" handling).
-            raise exc.DisconnectionError(f"stale connection: {error}") from error
+            session.remove()
+        except UNAVAILABLE as error:
+            if not is_unavailable(error):
+                raise
+            outage.failed(error)
+            session.registry.clear()
+
+
+def _first_line(error: BaseException) -> str:
+    """The driver's message without SQLAlchemy's appended statement, parameters and links."""
+    original = getattr(error, "orig", None) or error
+    lines = str(original).strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
+#: This process's outage record (each gunicorn worker has its own).
+outage = Outage()
 
 
 def create_private_sqlite_file(url: URL) -> None:

@@ -1,9 +1,22 @@
 """Gunicorn settings for serving the app: ``gunicorn -c python:survey.platform.gunicorn_conf survey.platform.wsgi:app``.
 
 Environment variables set the usual knobs (``BIND``, default 127.0.0.1:8000; ``WEB_CONCURRENCY``,
-the number of worker processes, default two per core); anything given on gunicorn's command line
-wins over this file. Every worker keeps its own database connection pool, so give PostgreSQL
-(``DATABASE_URL``) room for workers × pool size connections; SQLite allows one writer at a time.
+the number of worker processes, default two per core; ``WEB_THREADS``, threads per worker, default
+32); anything given on gunicorn's command line wins over this file. Every worker keeps its own
+database connection pool (SQLAlchemy's default: 5, up to 15 under load), so give PostgreSQL
+(``DATABASE_URL``) room for workers × 15 connections; SQLite allows one writer at a time.
+
+**Slow clients.** Sync workers serve one connection each from its first byte to its last: four
+clients that send their request slowly held all four workers (each until the 30 s timeout, then
+the next) and a respondent waited 41 s. Threaded workers (``gthread``) keep kept-alive connections
+in one poller and read each request in a thread of a pool: a client that trickles holds one thread,
+not the worker, so it takes workers × threads slow clients, not workers, to starve the server
+(tests/test_serving.py: eight slow clients against two workers, and a respondent is answered at
+once). Threads rather than gevent: the analysis pages compute (numpy, scipy), and a greenlet that
+computes stops every other connection of its worker, health checks included (measured: /health
+waited 1.2 s behind three 1.5 s computations under gevent, 15 ms under gthread). No worker class
+bounds how long a client may take to send its request, so production puts a buffering reverse
+proxy in front, which hands gunicorn only whole requests (README, "Running in production").
 
 The access log carries the method, the path (never the query string, where invitation codes
 travel), the status, the size and the duration; no client address, no time of day and no user
@@ -15,9 +28,12 @@ import os
 
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count()))
-worker_class = "sync"
-# Sync workers answer one request at a time; a client slower than this is cut off rather than
-# holding a worker. Put a buffering reverse proxy (nginx, a load balancer) in front.
+worker_class = "gthread"
+threads = int(os.environ.get("WEB_THREADS", 32))
+# A kept-alive connection waits in the worker's poller (no thread) this long for its next request.
+keepalive = 5
+# With threads, the worker's main loop answers the arbiter's heartbeat, so this no longer cuts off a
+# slow client or a long request: it restarts a worker whose loop is stuck.
 timeout = 30
 graceful_timeout = 30
 accesslog = "-"

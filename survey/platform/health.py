@@ -6,9 +6,10 @@ JSON. It reads one row (the migration record) and says nothing about surveys or 
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 from sqlalchemy.exc import SQLAlchemyError
 
+from .connections import outage
 from .schema import current_revision, head_revision
 
 bp = Blueprint("health", __name__)
@@ -19,7 +20,7 @@ def health() -> tuple[Response, int]:
     try:
         current = current_revision()
     except SQLAlchemyError as error:
-        current_app.logger.warning("health check: database unreachable (%s)", type(error).__name__)
+        outage.failed(error)  # logged once per outage, not once per probe
         body, status = {"status": "unavailable", "database": "unreachable"}, 503
     else:
         if current == head_revision():

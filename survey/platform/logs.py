@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import re
 
+from flask import Flask
+
 _ADDRESS_AND_TIME = re.compile(r"^\S+ - - \[[^\]]*\] ")
 #: ANSI escape sequences (CSI ... final byte), which werkzeug uses for colours.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -40,7 +42,10 @@ class DropClientAddress(logging.Filter):
         return True
 
 
-def init_app() -> None:
+def init_app(app: Flask) -> None:
     logger = logging.getLogger("werkzeug")
     if not any(isinstance(f, DropClientAddress) for f in logger.filters):
         logger.addFilter(DropClientAddress())
+    # Flask gives the app's logger ("survey") its handler when first asked for it; the database's
+    # outage lines (survey.platform.connections, logger "survey.database") go out through it.
+    app.logger.debug("logging through %s", app.logger.name)

@@ -46,7 +46,10 @@ def wants_json() -> bool:
 def error_response(status: int, message: str) -> tuple[Response | str, int]:
     if wants_json():
         return jsonify(error=message, status=status), status
-    return render_template("error.html", status=status, message=message), status
+    # A refusal (4xx) comes before any change, or after one that was rolled back; an unexpected
+    # error (5xx) may come after a commit, so the page says nothing was changed only when it knows.
+    unchanged = status < 500 or request.method in ("GET", "HEAD", "OPTIONS")
+    return render_template("error.html", status=status, message=message, unchanged=unchanged), status
 
 
 def signed_in() -> bool:
@@ -64,6 +67,16 @@ def signed_in() -> bool:
     return bool(user.is_authenticated)
 
 
+def _signed_in_or_unknown() -> bool:
+    """:func:`signed_in`, or True when the database cannot say (the safe answer for caching)."""
+    from .connections import UNAVAILABLE
+
+    try:
+        return signed_in()
+    except UNAVAILABLE:
+        return True
+
+
 def init_app(app: Flask) -> None:
     @app.after_request
     def headers(response: Response) -> Response:
@@ -75,7 +88,7 @@ def init_app(app: Flask) -> None:
         hsts = app.config.get("STRICT_TRANSPORT_SECURITY")
         if hsts:  # production only (survey.platform.config.production_settings)
             response.headers.setdefault("Strict-Transport-Security", hsts)
-        if request.endpoint != "static" and signed_in():
+        if request.endpoint != "static" and (g.get("database_unavailable") or _signed_in_or_unknown()):
             # Pages for signed-in users hold results, codes and team names: no browser or shared
             # cache keeps a copy for the next person at this computer or behind this proxy.
             response.headers["Cache-Control"] = "private, no-store"

@@ -4,6 +4,9 @@ helpers. Blueprints import from here, never from one another.
 A :class:`~survey.domain.errors.DomainError` says where it belongs by its ``path``; a form maps paths
 to its inputs with a small table (:class:`FormErrors`), and a JSON error carries the path as is. No
 message is ever read to find its place.
+
+When the database cannot be used (down, restarting, unreachable), every request is answered 503
+with ``Retry-After`` and a sentence that says only what is known (:func:`_database_unavailable`).
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from flask import Flask, Response, flash, jsonify, redirect, url_for
+from flask import Flask, Response, current_app, flash, g, jsonify, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Membership, Survey, User
 from survey.domain.sharing import SurveyAccess, invitations_for, survey_access
+from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
 from survey.platform.extensions import db
-from survey.platform.security import MESSAGES, error_response
+from survey.platform.security import MESSAGES, error_response, wants_json
 
 #: In a path pattern, matches any one key or index.
 ANY = "*"
@@ -134,6 +138,61 @@ def _domain_error(error: DomainError):
     return error_response(error.status, str(error))
 
 
+#: The endpoints that store a respondent's answers.
+SUBMISSIONS = frozenset({"respond.submit_form", "respond.submit_json"})
+#: What a 503 asks clients to wait before trying again.
+RETRY_AFTER_SECONDS = 30
+
+# What a request that met an unusable database says. Whether anything was stored is known only when
+# the request never got a connection (survey.platform.connections notes when it did): a connection
+# lost during a statement, or during its commit, may have stored it.
+ANSWERS_NOT_STORED = (
+    "The survey's database cannot be reached right now, so your answers were not received and nothing "
+    "was stored. Please send them again in a minute."
+)
+ANSWERS_MAYBE_STORED = (
+    "The survey's database stopped answering while your answers were being stored, so they may not have "
+    "been received. Please send them again in a minute: that is safe, they will not be counted twice."
+)
+CHANGE_NOT_MADE = "The database cannot be reached right now, so nothing was changed. Please try again in a minute."
+CHANGE_MAYBE_MADE = (
+    "The database stopped answering while your change was being saved, so it may or may not have been made. "
+    "In a minute, reload the page to see before you do it again."
+)
+PAGE_UNAVAILABLE = "This site cannot reach its database right now. Please try again in a minute."
+
+
+def outage_message() -> str:
+    """The sentence for this request: what it was doing, and whether anything of it may be stored."""
+    reached = bool(g.get("database_reached"))
+    if request.endpoint in SUBMISSIONS and request.method == "POST":
+        return ANSWERS_MAYBE_STORED if reached else ANSWERS_NOT_STORED
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return PAGE_UNAVAILABLE
+    return CHANGE_MAYBE_MADE if reached else CHANGE_NOT_MADE
+
+
+def _database_unavailable(error: Exception) -> Response:
+    """503, ``Retry-After``, the sentence for this request; one log line per outage (not per request).
+    An error that is not an outage (a wrong statement on SQLite) goes on to be a 500, logged whole."""
+    if not is_unavailable(error):
+        raise error
+    outage.failed(error)
+    g.database_unavailable = True  # the response hooks must not touch the database again
+    message = outage_message()
+    if wants_json():
+        response = json_error(DomainError(message, status=503))[0]
+    else:
+        # Its own page, rendered without the context processors: the site's layout and Flask-Login's
+        # processor would ask the database who is signed in.
+        page = current_app.jinja_env.get_template("unavailable.html").render(message=message)
+        response = Response(page, mimetype="text/html")
+    response.status_code = 503
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def me() -> User:
     """The signed-in user (the object itself, not Flask-Login's proxy)."""
     return current_user._get_current_object()  # type: ignore[attr-defined]
@@ -154,5 +213,7 @@ def _pending_invitations() -> list[Membership]:
 def init_app(app: Flask) -> None:
     """The error handler and the template helpers every blueprint's pages may use."""
     app.register_error_handler(DomainError, _domain_error)
+    for error in UNAVAILABLE:
+        app.register_error_handler(error, _database_unavailable)
     app.add_template_global(_manage_access, "manage_access")
     app.add_template_global(_pending_invitations, "pending_invitations")
