@@ -62,6 +62,15 @@ def no_horizontal_scroll(page) -> None:
     assert width <= page.viewport_size["width"], f"{page.url} is {width}px wide"
 
 
+def submissions_of(app, slug: str | None = None) -> int:
+    """How many submissions the survey ``slug`` holds (every survey's, without one)."""
+    query = select(func.count()).select_from(Submission)
+    if slug is not None:
+        query = query.join(Survey, Survey.id == Submission.survey_id).where(Survey.slug == slug)
+    with app.app_context():
+        return db.session.scalar(query)
+
+
 def status_of(app, slug: str) -> str | None:
     with app.app_context():
         return db.session.scalar(select(Survey.status).where(Survey.slug == slug))
@@ -71,6 +80,8 @@ def status_of(app, slug: str) -> str | None:
 def test_an_organizer_previews_the_draft_then_publishes_it_after_confirming(live_server, browser, viewport):
     app, base = live_server
     slug = add_survey(app, f"preview-{viewport['width']}", "draft")
+    # the module's tests share one server: count what this test stores, not what the others did
+    stored_before = submissions_of(app)
     page = new_page(browser, viewport)
     sign_in(page, base, OWNER)
     page.goto(f"{base}/surveys/{slug}/build")
@@ -87,8 +98,7 @@ def test_an_organizer_previews_the_draft_then_publishes_it_after_confirming(live
     expect(page.locator("#submit-button")).to_be_disabled()
     expect(page.locator("#submit-note")).to_contain_text("sending is turned off")
     no_horizontal_scroll(page)
-    with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Submission)) == 0
+    assert submissions_of(app, slug) == 0 and submissions_of(app) == stored_before  # nothing stored anywhere
 
     # publishing asks first, with what freezes
     page.goto(f"{base}/surveys/{slug}/share")
