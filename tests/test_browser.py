@@ -488,7 +488,7 @@ def test_page_randomizer_follows_each_matrix_column(live_server, page, slug):
     columns = page_columns(page, app, slug)
     draws = 20_000
     rng = np.random.default_rng(20261201)
-    alpha = FALSE_ALARM / sum(tested_values(matrix_column) for _, _, _, matrix_column in columns)
+    alpha = FALSE_ALARM / sum(values_tested(matrix_column) for _, _, _, matrix_column in columns)
     for key, true, column, matrix_column in columns:
         words = rng.integers(0, 2**32, size=2 * draws, dtype=np.uint64)
         encoded = base64.b64encode(words.astype("<u4").tobytes()).decode()
@@ -499,7 +499,7 @@ def test_page_randomizer_follows_each_matrix_column(live_server, page, slug):
         check_counts(f"{key}, true answer {true}", fresh, matrix_column, alpha)
 
 
-def tested_values(column: np.ndarray) -> int:
+def values_tested(column: np.ndarray) -> int:
     """How many exact tests ``check_counts`` makes on one column: one per value it can report, none
     when it can report only one."""
     possible = int((np.asarray(column) > 0).sum())
@@ -510,7 +510,7 @@ def check_counts(what: str, counts: list[int], column: np.ndarray, alpha: float)
     """Counts of reports drawn from ``column``: never a value the design cannot report, and each
     possible value's count within an exact two-sided binomial test at level alpha.
 
-    An honest sampler fails here with probability at most ``alpha · tested_values(column)``: each
+    An honest sampler fails here with probability at most ``alpha · values_tested(column)``: each
     exact test's p-value is at most a with probability at most a, and the union bound adds them up.
     (The chi-square tests used before were asymptotic, at p > 1e-4 each; with 57 of them, the bounds
     on 40 browsers' shares and the network test's, a run failed by chance about once in 150.) At the
