@@ -513,7 +513,7 @@ def check_counts(what: str, counts: list[int], column: np.ndarray, alpha: float)
     An honest sampler fails here with probability at most ``alpha · values_tested(column)``: each
     exact test's p-value is at most a with probability at most a, and the union bound adds them up.
     (The chi-square tests used before were asymptotic, at p > 1e-4 each; with 57 of them, the bounds
-    on 40 browsers' shares and the network test's, a run failed by chance about once in 150.) At the
+    on 40 browsers' shares and the network test's, a run failed by chance about once in 70.) At the
     level the tests above use (about 1e-10 / 60 per value, z ≈ 7.06) and 20,000 draws, a share off by
     4 points is caught with probability above 0.99998 whatever the share (3 points: above 0.92);
     ``test_the_count_check_catches_a_broken_sampler`` shows it on broken samplers.
