@@ -88,8 +88,12 @@ lint: $(VENV)/.test-installed
 	$(BIN)/ruff format --check survey tests benchmarks
 	$(BIN)/lint-imports
 
+# The tests run in a new random order each time (pytest-randomly); the seed is printed at the top and
+# the bottom of the run, and `make test PYTEST_ARGS="--randomly-seed=N"` runs that order
+# again (docs/testing.md).
+PYTEST_ARGS ?=
 test: lint chromium r node_modules/.installed
-	$(BIN)/python -m pytest survey tests README.md
+	$(BIN)/python -m pytest survey tests README.md $(PYTEST_ARGS)
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md

@@ -41,6 +41,20 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """The order's seed again at the end of a run, where a failure is read (pytest-randomly prints it
+    at the top too): the same seed runs the same order, and reseeds ``random`` and numpy's global
+    generator per test as this run did (docs/testing.md)."""
+    seed = config.getoption("randomly_seed", default=None)
+    if isinstance(seed, int) and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_sep("-", "test order")
+        terminalreporter.write_line(
+            f"random order, seed {seed}: run it again with --randomly-seed={seed} "
+            f'(make test PYTEST_ARGS="--randomly-seed={seed}"); -p no:randomly runs in file order'
+        )
+
+
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 

@@ -7,20 +7,25 @@ Each submission comes from a new browser (by link: with a new secret, so its mem
 fresh draws; by code: no memoization at all) with true answers picked at random, and every request
 is captured: URL, headers and body. The tests then check that only the CSRF token, the invitation
 code, the filling's submission key and the reported values ``q_<key>`` are posted; that nothing the
-page sends names or carries a true answer or the browser's secret; that
+page sends names or carries a true answer or the browser's secret; that each memoized report (by
+link) is exactly the one the browser's secret gives (an HMAC reference computed here); that
 the reports lie in each question's domain and, over all submissions, equal the truth only as often
-as the matrix diagonal says (a binomial test), never always; that the database holds exactly what
-was posted; and that no stored column and no request-log line holds an invitation code.
+as the matrix diagonal says (an exact test that an honest page fails with probability below 1e-10);
+that the database holds exactly what was posted; and that no stored column and no request-log line
+holds an invitation code.
 
 The privacy page (``/s/<slug>/privacy``) is checked here too, over HTTP.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import random
 import re
+import struct
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -249,22 +254,79 @@ def test_only_the_token_the_code_and_reported_values_are_posted(run):
             assert request["method"] == "GET" or request is post
 
 
-def test_reports_equal_the_truth_only_as_often_as_the_design_says(run):
-    """Per randomized question, over all submissions: the share of reports equal to the true answer.
+def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: np.ndarray) -> int:
+    """What static/js/respond/memo.js must send, computed independently: HMAC-SHA256 of the slug, key
+    and true answer under the browser's secret → a 53-bit uniform → the inverse of the column's CDF."""
+    mac = hmac.new(bytes.fromhex(secret_hex), f"{slug}\n{key}\n{true_code}".encode(), hashlib.sha256).digest()
+    high, low = struct.unpack(">II", mac[:8])
+    u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
+    cumulative = 0.0
+    for reported, p in enumerate(column.tolist()):
+        cumulative += p
+        if u < cumulative:
+            return reported
+    return max(r for r, p in enumerate(column.tolist()) if p > 0)
 
-    Given the true answers used, a report equals the truth with probability Q[t, t]; the count of
-    matches is then Poisson-binomial, tested against a binomial with the mean of those probabilities
-    (which the Poisson-binomial never exceeds in variance, so the test is on the safe side).
+
+def test_each_report_is_the_one_the_browsers_secret_gives(run):
+    """By link, every report, of every question and browser, is the HMAC reference's for that
+    browser's secret.
+
+    The secrets are fresh, but given them each report is fixed: a page that sent a true answer, a
+    draw of its own or another question's report fails here on any run (that reports so made follow
+    each column is tests/test_browser.py's ``test_memoized_reports_follow_each_matrix_column``). By
+    code nothing is memoized: each report is a fresh draw (tests/test_shared_devices_browser.py
+    checks those against a seeded reference).
+    """
+    by_link = [s for s in run.sent if s.mode == "link"]
+    assert len(by_link) == SUBMISSIONS_PER_MODE
+    for s in by_link:
+        assert s.note == "memo-on"
+        slug = MODES[s.mode]
+        for key, matrix in run.matrices.items():
+            expected = reference_report(s.secret, slug, key, s.truth[key], matrix[:, s.truth[key]])
+            assert int(s.posted[f"q_{key}"]) == expected, f"{key}: {s.posted[f'q_{key}']} is not the memoized report"
+
+
+#: The chance that test_reports_equal_the_truth_only_as_often_as_the_design_says fails on an honest page:
+#: each question's exact test gets a seventh of it (a union bound). See tests/test_browser.py's FALSE_ALARM.
+FALSE_ALARM = 1e-10
+
+
+def poisson_binomial_p_value(successes: int, probabilities: list[float]) -> float:
+    """The exact two-sided p-value of ``successes`` among independent trials with these chances: the
+    total probability of every count no likelier than the one seen (the rule scipy's binomtest uses).
+    Under the hypothesis it is at most a with probability at most a."""
+    pmf = np.array([1.0])
+    for p in probabilities:
+        pmf = np.convolve(pmf, [1 - p, p])
+    return float(min(1.0, pmf[pmf <= pmf[successes] * (1 + 1e-7)].sum()))
+
+
+def test_the_exact_test_is_the_binomial_one_when_every_chance_is_equal():
+    for successes, n, p in ((45, 60, 0.75), (60, 60, 0.8176), (20, 60, 0.6), (0, 30, 0.1), (3, 30, 0.1)):
+        assert poisson_binomial_p_value(successes, [p] * n) == pytest.approx(binomtest(successes, n, p).pvalue)
+
+
+def test_reports_equal_the_truth_only_as_often_as_the_design_says(run):
+    """Per randomized question, over all submissions: how many reports equal the true answer.
+
+    Given the true answers used, a report equals the truth with probability Q[t, t], so the number
+    of matches has the Poisson-binomial distribution of those chances; the test is exact, at level
+    FALSE_ALARM / 7 per question, so an honest page fails it with probability at most FALSE_ALARM
+    (1e-10) per run. (Before: a binomial test at p > 1e-5 per question, and "not every report is the
+    truth", which an honest page fails with probability ∏ Q[t, t], 5.6e-6 for the GRR yes/no
+    question; a page sending the truth is now caught by the reference check above on every run.)
     """
     n = len(run.sent)
+    alpha = FALSE_ALARM / len(run.matrices)
     for key, matrix in run.matrices.items():
         truths = [s.truth[key] for s in run.sent]
         reports = [int(s.posted[f"q_{key}"]) for s in run.sent]
         matches = sum(t == r for t, r in zip(truths, reports, strict=True))
-        expected = float(np.mean([matrix[t, t] for t in truths]))
-        assert matches < n, f"{key}: every report was the true answer"
-        p = binomtest(matches, n, expected).pvalue
-        assert p > 1e-5, f"{key}: {matches}/{n} reports were the truth, expected {expected:.3f} (p = {p:.1e})"
+        chances = [float(matrix[t, t]) for t in truths]
+        p = poisson_binomial_p_value(matches, chances)
+        assert p > alpha, f"{key}: {matches}/{n} reports were the truth, expected {np.mean(chances):.3f} (p = {p:.1e})"
         for t, r in zip(truths, reports, strict=True):
             assert matrix[r, t] > 0, f"{key}: reported {r} for true answer {t}, which the design cannot do"
 
