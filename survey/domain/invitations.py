@@ -65,13 +65,19 @@ MISSING_MESSAGE = (
 INVITATION = ("invitation",)
 
 
+def well_formed(code: str) -> bool:
+    """Whether a normalized code could be one (letters and digits, at most 40): anything else is not
+    known without asking the database (and could not be sent to it: a lone surrogate, a NUL)."""
+    return code.isascii() and code.isalnum() and len(code) <= 40
+
+
 def check_code(session: Session, survey_id: int, code: str | None) -> None:
     """Raise :class:`Forbidden` (403) with a message a respondent can read unless ``code`` is usable now."""
     code = normalize(code)
     if not code:
         raise Forbidden(MISSING_MESSAGE, path=INVITATION)
     row = None
-    if code.isascii() and code.isalnum() and len(code) <= 40:
+    if well_formed(code):
         row = session.scalar(select(Invitation).where(Invitation.code == code))
     if row is None:
         raise Forbidden(

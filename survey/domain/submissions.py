@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, scoped_session
 
 from .base import begin_writing
 from .errors import Conflict, DomainError, Forbidden
-from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize
+from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize, well_formed
 from .live import close_if_precise
 from .mixing import BATCH, hold, kinds_of, release
 from .models import DIRECT_KINDS, TALLY_SHARDS, Option, Question, Survey, accepting_on, today
@@ -273,6 +273,8 @@ def _record(
     try:
         for _ in range(2):
             code = normalize(invitation) if access == "invitation" else None
+            if code is not None and not well_formed(code):
+                admit(session, form.survey_id, invitation, day)  # closed (409), else not known (403)
             if code is not None:
                 written = write_held(session, form, day, values, code, hashed)
             else:
