@@ -274,7 +274,9 @@ def _record(
         for _ in range(2):
             code = normalize(invitation) if access == "invitation" else None
             if code is not None and not well_formed(code):
-                admit(session, form.survey_id, invitation, day)  # closed (409), else not known (403)
+                # closed (409), else not known (403); or no longer by invitation: then by link
+                access = admit(session, form.survey_id, invitation, day).access
+                code = None
             if code is not None:
                 written = write_held(session, form, day, values, code, hashed)
             else:
