@@ -691,3 +691,29 @@ def test_existing_look_alikes_keep_working_after_the_upgrade(tmp_path):
         db.session.remove()
         db.engine.dispose()
     assert keys["demo"] is not None and keys["other"] is not None and keys["d\u0435mo"] is None
+
+
+def test_respondent_links_shown_to_organizers_use_the_public_url_not_the_host_header(tmp_path, request):
+    """The survey's address and each code's link on the management pages come from PUBLIC_URL when it
+    is set, whatever Host the request named."""
+    from survey.domain.invitations import generate_codes
+    from survey.domain.specs import create_survey_from_spec
+
+    config = make_config("sqlite", tmp_path, request) | {"PUBLIC_URL": "https://surveys.example.org"}
+    app = create_app(config)
+    with app.app_context():
+        owner = User(username="owner")
+        owner.set_password("correct horse battery")
+        db.session.add(owner)
+        db.session.flush()
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"}, owner=owner)
+        db.session.flush()
+        generate_codes(db.session, survey, 1)
+        db.session.commit()
+    client = app.test_client()
+    evil = {"Host": "evil.example.com"}  # the cookie jar keeps the session for the host it came from
+    client.post("/auth/login", data={"username": "owner", "password": "correct horse battery"}, headers=evil)
+    share = client.get("/surveys/small-test/share", headers=evil).get_data(as_text=True)
+    assert "https://surveys.example.org/s/small-test" in share and "evil.example.com" not in share
+    links = client.get("/surveys/small-test/invitations.csv", headers=evil).get_data(as_text=True)
+    assert "https://surveys.example.org/s/small-test?code=" in links and "evil.example.com" not in links

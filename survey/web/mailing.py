@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from urllib.parse import urlsplit
 
-from flask import current_app, request
+from flask import current_app, request, url_for
 from limits import parse
 
 from survey.domain.errors import DomainError
@@ -57,6 +57,15 @@ def public_url(endpoint: str, **values) -> str:
     anchor = values.pop("_anchor", None)
     url = adapter.build(endpoint, values, force_external=True)
     return f"{url}#{anchor}" if anchor else url
+
+
+def respondent_url(endpoint: str, **values) -> str:
+    """A respondent's link as the organizer is shown it (the survey's address, a code's link): at
+    ``PUBLIC_URL`` when it is set, never at a Host header someone else chose; without it, at the
+    address the organizer is using (development, a site on a local network)."""
+    if current_app.config.get("PUBLIC_URL"):
+        return public_url(endpoint, **values)
+    return url_for(endpoint, **values, _external=True)
 
 
 def send_limit() -> SendLimit | None:

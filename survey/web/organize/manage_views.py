@@ -61,7 +61,7 @@ from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
 from ..common import commit_or_refuse, me, see_other
-from ..mailing import Delivery, Outgoing, deliver, invited_words, prepare_invitation, send_limit
+from ..mailing import Delivery, Outgoing, deliver, invited_words, prepare_invitation, respondent_url, send_limit
 from . import bp
 from .manage_forms import (
     AccessForm,
@@ -141,7 +141,7 @@ def _render_share(
         codes_page=min(page, pages),
         codes_pages=pages,
         codes_error=codes_error,
-        survey_link=url_for("respond.show", slug=survey.slug, _external=True),
+        survey_link=respondent_url("respond.show", slug=survey.slug),
         submissions=submission_count(db.session, survey),
         total_epsilon=epsilon_text(survey.total_epsilon()),
         cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
@@ -221,7 +221,7 @@ def publish(slug: str):
             problems=lifecycle.publish_problems(survey),
             total_epsilon=epsilon_text(survey.total_epsilon()),
             cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
-            survey_link=url_for("respond.show", slug=survey.slug, _external=True),
+            survey_link=respondent_url("respond.show", slug=survey.slug),
         )
     return _transition(
         slug,
@@ -346,7 +346,7 @@ def check_address(slug: str):
     response = jsonify(
         slug=wanted,
         available=problem is None,
-        message=problem or f"This address is free: {url_for('respond.show', slug=wanted, _external=True)}",
+        message=problem or f"This address is free: {respondent_url('respond.show', slug=wanted)}",
     )
     return _no_store(response)
 
@@ -521,7 +521,7 @@ def print_codes(slug: str):
             page=page,
             pages=pages,
             counts=counts,
-            survey_link=url_for("respond.show", slug=survey.slug, _external=True),
+            survey_link=respondent_url("respond.show", slug=survey.slug),
         )
     )
     return _no_store(response)
@@ -534,7 +534,7 @@ def invitations_csv_file(slug: str):
     survey = _editable(slug)
 
     def link_for(code: str) -> str:
-        return url_for("respond.show", slug=survey.slug, code=code, _external=True)
+        return respondent_url("respond.show", slug=survey.slug, code=code)
 
     body = stream_with_context(invitations_csv(db.session, survey, link_for))
     response = Response(body, mimetype="text/csv")
