@@ -5,45 +5,111 @@ The total ε is what one respondent spends across the randomized questions (basi
 part of it. Beside it, per randomized question: the expected margin of error at the survey's
 expected number of respondents, the respondents needed for its target margin, and the design
 effect, all from the privacy core at a true share of 50% (the worst case) and 95% confidence.
+
+Those figures are exact sums over the binomial counts, up to 100,001 terms each, and finding the
+respondents needed takes a few to a few dozen of them: from a millisecond to a quarter of a second
+per design. A draft may have 200 randomized questions, each a design of its own, so a page does not
+compute them all: the figures of a matrix at given planning figures are kept for the process's life
+(:func:`planning_figures`), and one page sums at most :data:`PAGE_PLANNING_TERMS` terms for figures
+it has not seen; the page fills in the others one request each
+(:func:`question_planning`), each bounded by one design's cost.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import statistics
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size
+from survey.privacy.planning import per_respondent_variance, summed_terms
 
+from .errors import DomainError
 from .models import Question, Survey
 from .planning import PLANNING_LEVEL, PLANNING_SHARE
 from .validation import within_cap
+
+#: How many designs' planning figures a process keeps (each a few dozen bytes).
+FIGURES_KEPT = 4096
+#: The most binomial terms one build page sums for figures it has not computed before: about 0.2 s
+#: (a term costs about 0.1 µs, ``benchmarks/worst_case.md``). The rest are filled in by the page.
+PAGE_PLANNING_TERMS = 2_000_000
+#: Finding the respondents needed sums the counts at this many n at most, in practice (a few where
+#: the large-sample guess is good, a few dozen near 10^12 respondents).
+SEARCH_STEPS = 30
+
+_kept: OrderedDict[tuple[bytes, int, float], dict[str, Any]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _key(mechanism: Mechanism, n: int, margin: float) -> tuple[bytes, int, float]:
+    digest = hashlib.blake2b(mechanism.matrix.tobytes(), digest_size=16)
+    digest.update(str(mechanism.matrix.shape).encode())
+    return digest.digest(), int(n), float(margin)
+
+
+def known_figures(mechanism: Mechanism, n: int, margin: float) -> dict[str, Any] | None:
+    """The figures :func:`planning_figures` has computed for this matrix, ``n`` and ``margin``, if any."""
+    key = _key(mechanism, n, margin)
+    with _lock:
+        found = _kept.get(key)
+        if found is None:
+            return None
+        _kept.move_to_end(key)
+        return dict(found)
+
+
+def planning_work(mechanism: Mechanism, n: int, margin: float) -> int:
+    """About how many binomial terms :func:`planning_figures` sums for this design: the margin of error
+    at ``n``, and :data:`SEARCH_STEPS` sums near the respondents the large-sample formula expects."""
+    variance = per_respondent_variance(mechanism, PLANNING_SHARE)
+    z = statistics.NormalDist().inv_cdf(0.5 + PLANNING_LEVEL / 2)
+    guess = z**2 * variance / margin**2
+    needed = int(min(max(guess, 1.0), 2.0**62))
+    return summed_terms(mechanism, n, PLANNING_SHARE) + SEARCH_STEPS * summed_terms(mechanism, needed, PLANNING_SHARE)
 
 
 def planning_figures(mechanism: Mechanism, n: int, margin: float) -> dict[str, Any]:
     """What a design costs in precision: the expected margin of error at ``n`` respondents, the
     respondents needed for ``margin``, and the design effect (a true share of 50%, 95%). The budget
-    panel and the builder's live preview both show these."""
-    return {
+    panel and the builder's live preview both show these. Kept per matrix, ``n`` and ``margin``."""
+    found = known_figures(mechanism, n, margin)
+    if found is not None:
+        return found
+    figures = {
         "margin_of_error": margin_of_error(mechanism, n, PLANNING_SHARE, PLANNING_LEVEL),
         "respondents_needed": sample_size(mechanism, margin, PLANNING_SHARE, PLANNING_LEVEL),
         "design_effect": design_effect(mechanism, PLANNING_SHARE),
     }
+    with _lock:
+        _kept[_key(mechanism, n, margin)] = dict(figures)
+        while len(_kept) > FIGURES_KEPT:
+            _kept.popitem(last=False)
+    return figures
 
 
 @dataclass(frozen=True)
 class QuestionCost:
-    """One randomized question's privacy level and what it costs in precision."""
+    """One randomized question's privacy level and what it costs in precision; the margin and the
+    respondents needed are None when the page left them to be filled in (:func:`question_planning`)."""
 
     question: Question
     epsilon: float
-    margin_of_error: float
-    respondents_needed: int
+    margin_of_error: float | None
+    respondents_needed: int | None
     design_effect: float
 
     @property
     def one_sided(self) -> bool:
         return math.isinf(self.epsilon)
+
+    @property
+    def pending(self) -> bool:
+        return self.margin_of_error is None
 
 
 @dataclass(frozen=True)
@@ -67,15 +133,28 @@ class Budget:
         return math.isinf(self.total_epsilon)
 
 
-def survey_budget(survey: Survey) -> Budget:
-    """The budget panel's figures for ``survey``, from its frozen (or draft) designs."""
+def survey_budget(survey: Survey, work: int = PAGE_PLANNING_TERMS) -> Budget:
+    """The budget panel's figures for ``survey``, from its frozen (or draft) designs: those already
+    known, and those that fit in ``work`` more binomial terms; the others are left pending."""
     n, margin = survey.expected_respondents, survey.target_margin
     costs = []
     for question in survey.randomized_questions:
         mechanism = question.mechanism()
         assert mechanism is not None  # a randomized question always has a design
+        figures = known_figures(mechanism, n, margin)
+        if figures is None:
+            needs = planning_work(mechanism, n, margin)
+            if needs <= work:
+                work -= needs
+                figures = planning_figures(mechanism, n, margin)
         costs.append(
-            QuestionCost(question=question, epsilon=mechanism.epsilon, **planning_figures(mechanism, n, margin))
+            QuestionCost(
+                question=question,
+                epsilon=mechanism.epsilon,
+                margin_of_error=None if figures is None else figures["margin_of_error"],
+                respondents_needed=None if figures is None else figures["respondents_needed"],
+                design_effect=design_effect(mechanism, PLANNING_SHARE) if figures is None else figures["design_effect"],
+            )
         )
     return Budget(
         total_epsilon=survey.total_epsilon(),
@@ -85,3 +164,12 @@ def survey_budget(survey: Survey) -> Budget:
         costs=costs,
         direct=survey.direct_questions,
     )
+
+
+def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
+    """One randomized question's planning figures at the survey's planning figures (what the build
+    page fills a pending row with): bounded by one design's cost."""
+    mechanism = question.mechanism()
+    if mechanism is None:
+        raise DomainError(f"{question.key!r} is asked directly: it has no planning figures", status=404)
+    return planning_figures(mechanism, survey.expected_respondents, survey.target_margin)

@@ -18,7 +18,7 @@ from flask_login import current_user, login_required
 
 from survey.domain import builder
 from survey.domain.access import survey_for
-from survey.domain.budget import survey_budget
+from survey.domain.budget import question_planning, survey_budget
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Question, Survey
 from survey.domain.preview import count_text, error_json, points_text, preview, times_text
@@ -287,6 +287,29 @@ def move_question(slug: str, key: str):
         lambda: builder.move_question(survey, question, offsets[form.direction.data]),
         done=lambda _: _to_build(survey, "Question moved."),
         refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+    )
+
+
+@bp.get("/api/surveys/<slug>/questions/<key>/planning", endpoint="question_planning")
+def question_planning_api(slug: str, key: str):
+    """One randomized question's planning figures, for a row of the budget panel the build page left
+    to be filled in (it computes only so many figures itself): one design's cost at most."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see the planning figures.", status=401), 401
+    survey = _editable(slug)
+    question = _question_or_404(survey, key)
+    try:
+        figures = question_planning(survey, question)
+    except DomainError as error:
+        return jsonify(error.to_json()), error.status
+    return jsonify(
+        key=question.key,
+        **figures,
+        text={
+            "margin": f"±{100 * figures['margin_of_error']:.1f} pts",
+            "needed": FORMATS.count(figures["respondents_needed"]),
+            "effect": FORMATS.times(figures["design_effect"]),
+        },
     )
 
 
