@@ -177,6 +177,8 @@ def cases(spec: dict[str, Any]) -> list[Case]:
         Case("organize.delete_question", "GET", "confirmation", {**d, "key": second}),
         Case("organize.delete_question", "POST", "delete a question", {"key": second}, fresh="draft"),
         Case("organize.move_question", "POST", "move a question", {**d, "key": second}, form={"direction": "down"}),
+        Case("organize.question_planning", "GET", "planning figures, GRR at ε 0.001", {**d, "key": first}),
+        Case("organize.question_planning", "GET", "planning figures, forced response", {**d, "key": second}),
         *(
             Case(
                 "organize.preview", "GET", f"privacy preview, {p['design']} with {p['k']} options", query=p | planning_q

@@ -25,11 +25,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
 from survey.privacy.planning import per_respondent_variance, summed_terms
 
 from .errors import DomainError
-from .models import Question, Survey
+from .models import Design, Question, Survey
 from .planning import PLANNING_LEVEL, PLANNING_SHARE
 from .validation import within_cap
 
@@ -164,6 +167,32 @@ def survey_budget(survey: Survey, work: int = PAGE_PLANNING_TERMS) -> Budget:
         costs=costs,
         direct=survey.direct_questions,
     )
+
+
+def stored_total_epsilon(survey: Survey) -> float:
+    """:meth:`Survey.total_epsilon` from the ε each design stored when it was made (the same number),
+    without rebuilding any mechanism: for pages that show the total but nothing else of the designs."""
+    return total_epsilon(
+        math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon
+        for q in survey.randomized_questions
+    )
+
+
+def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]:
+    """The total ε of each of ``surveys`` (by id) in one query over the stored designs, reading no
+    question, option or matrix: what a list of surveys shows."""
+    if not surveys:
+        return {}
+    rows = session.execute(
+        select(Question.survey_id, Design.epsilon)
+        .join(Design, Design.question_id == Question.id)
+        .where(Question.survey_id.in_([s.id for s in surveys]))
+        .order_by(Question.survey_id, Question.position)
+    )
+    found: dict[int, list[float]] = {s.id: [] for s in surveys}
+    for survey_id, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
+        found[survey_id].append(math.inf if epsilon is None else epsilon)
+    return {survey_id: total_epsilon(values) for survey_id, values in found.items()}
 
 
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
