@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import and_, case, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session, aliased, lazyload
 
 from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
 
 from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
-from .models import Answer, AnswerTally, PairTally, Question, Survey
+from .models import Answer, AnswerTally, Option, PairTally, Question, Survey
 from .tallies import question_day_counts, question_mechanism
 
 LEVEL = 0.95
@@ -48,13 +48,38 @@ def week_label(day: dt.date) -> str:
     return f"week of {(day - dt.timedelta(days=day.weekday())).isoformat()}"
 
 
-def _question(survey: Survey, key: str | None, path: tuple[str, ...]) -> Question:
-    for q in survey.questions:
-        if q.key == key:
-            return q
+def _question(session: Session, survey: Survey, key: str | None, path: tuple[str, ...]) -> Question:
+    """The survey's question ``key``, read alone (with its options and design): an analysis of two
+    questions of a 200-question survey reads two, not 200 with their 10,000 options."""
     if not key:
         raise DomainError(f"give the key of a question as {path[0]!r}", path=path)
-    raise DomainError(f"this survey has no question {key!r}", path=path)
+    found = session.scalar(select(Question).where(Question.survey_id == survey.id, Question.key == key))
+    if found is None:
+        raise DomainError(f"this survey has no question {key!r}", path=path)
+    return found
+
+
+def question_list(session: Session, survey: Survey) -> list[Question]:
+    """The survey's questions in order, their options and designs left unread until asked for: what the
+    analysis forms list (keys, kinds and texts)."""
+    query = (
+        select(Question)
+        .where(Question.survey_id == survey.id)
+        .order_by(Question.position)
+        .options(lazyload(Question.options), lazyload(Question.design))
+    )
+    return list(session.scalars(query))
+
+
+def option_counts(session: Session, survey: Survey) -> dict[int, int]:
+    """How many options each of the survey's questions has (by question id), in one query."""
+    rows = session.execute(
+        select(Option.question_id, func.count())
+        .join(Question, Question.id == Option.question_id)
+        .where(Question.survey_id == survey.id)
+        .group_by(Option.question_id)
+    )
+    return {question_id: int(count) for question_id, count in rows}
 
 
 def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:
@@ -212,7 +237,7 @@ def compare(
     breakdown by its options), ``"week"`` (a breakdown by week of submission) or another randomized
     question's key (their association). ``category`` is the option whose share a breakdown shows
     and compares (its code; the first option by default)."""
-    question = _question(survey, question_key, ("question",))
+    question = _question(session, survey, question_key, ("question",))
     if not question.is_randomized:
         raise DomainError(
             f"{question.key!r} is asked directly: choose a randomized question to compare", path=("question",)
@@ -221,7 +246,7 @@ def compare(
     if by == WEEK:
         other = None
     else:
-        other = _question(survey, by, ("by",))
+        other = _question(session, survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("choose a different question to compare with", path=("by",))
         if other.is_number:
@@ -282,22 +307,30 @@ def check_association_size(question: Question, other: Question) -> None:
         )
 
 
-def associable(question: Question, other: Question) -> bool:
-    """Whether the association of two randomized questions is small enough to be estimated here."""
-    return len(question.options) * len(other.options) <= MAX_ASSOCIATION_CELLS
+def too_large_to_pair(session: Session, survey: Survey, question: Question) -> set[str]:
+    """The keys of the randomized questions whose association with ``question`` has more cells than
+    :data:`MAX_ASSOCIATION_CELLS` (the compare page says so beside them)."""
+    counts = option_counts(session, survey)
+    k = counts.get(question.id, 0)
+    return {
+        q.key
+        for q in question_list(session, survey)
+        if q.is_randomized and k * counts.get(q.id, 0) > MAX_ASSOCIATION_CELLS
+    }
 
 
-def comparable(survey: Survey) -> tuple[list[Question], list[Question]]:
+def comparable(session: Session, survey: Survey) -> tuple[list[Question], list[Question]]:
     """The questions a comparison can be asked about (randomized) and by (direct questions with
     options: a number question has too many values to make groups of), in survey order."""
-    randomized = [q for q in survey.questions if q.is_randomized]
-    direct = [q for q in survey.questions if not q.is_randomized and not q.is_number]
+    questions = question_list(session, survey)
+    randomized = [q for q in questions if q.is_randomized]
+    direct = [q for q in questions if not q.is_randomized and not q.is_number]
     return randomized, direct
 
 
-def covariates_of(survey: Survey) -> list[Question]:
+def covariates_of(session: Session, survey: Survey) -> list[Question]:
     """The questions a regression can take as covariates: every question asked directly."""
-    return [q for q in survey.questions if not q.is_randomized]
+    return [q for q in question_list(session, survey) if not q.is_randomized]
 
 
 # -- regression ------------------------------------------------------------------------------------
@@ -448,7 +481,7 @@ def regression(
     Its cost is bounded by :data:`MAX_REGRESSION_CELLS` whatever the number of respondents: the
     patterns are read at most as many as could fit, and a model beyond the limit is refused before
     it is fitted. Only the GROUP BY that counts the patterns grows with the respondents."""
-    outcome = _question(survey, outcome_key, ("outcome",))
+    outcome = _question(session, survey, outcome_key, ("outcome",))
     if not outcome.is_randomized:
         raise DomainError(f"{outcome.key!r} is asked directly: choose a randomized outcome", path=("outcome",))
     code = parse_category(outcome, category)
@@ -464,7 +497,7 @@ def regression(
         raise DomainError("choose at least one covariate", path=("covariates",))
     if len(keys) > MAX_COVARIATES:
         raise DomainError(f"choose at most {MAX_COVARIATES} covariates", path=("covariates",))
-    covariates = [_question(survey, key, ("covariates",)) for key in keys]
+    covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
     for q in covariates:
         if q.is_randomized:
             raise DomainError(f"{q.key!r} is randomized: covariates are questions asked directly", path=("covariates",))

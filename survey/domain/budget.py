@@ -160,7 +160,7 @@ def survey_budget(survey: Survey, work: int = PAGE_PLANNING_TERMS) -> Budget:
             )
         )
     return Budget(
-        total_epsilon=survey.total_epsilon(),
+        total_epsilon=stored_total_epsilon(survey),
         cap=survey.epsilon_cap,
         expected_respondents=n,
         target_margin=margin,

@@ -8,6 +8,7 @@ category code. The true answer to a randomized question never reaches the server
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 from sqlalchemy import (
@@ -387,14 +388,36 @@ class Design(Base):
         return design
 
     def mechanism(self) -> Mechanism:
-        return mechanism_from_dict(
-            {
-                "design": self.mechanism_name,
-                **self.parameters,
-                "labels": self.question.labels,
-                "matrix": self.matrix,
-            }
+        """The mechanism, rebuilt from the parameters and checked against the stored matrix once per
+        process: a 50-option design costs about a millisecond to rebuild and check, and a page of a
+        200-question survey needs every one (:data:`MECHANISMS_KEPT`)."""
+        labels = tuple(self.question.labels)
+        matrix = self.matrix
+        # the parameters make the matrix (the check below holds them together); the stored matrix's
+        # shape and corner rows are in the key as well, so a changed row cannot hide behind a hit
+        key = (
+            self.mechanism_name,
+            json.dumps(self.parameters, sort_keys=True),
+            labels,
+            len(matrix),
+            tuple(matrix[0]),
+            tuple(matrix[-1]),
         )
+        found = _mechanisms.get(key)
+        if found is None:
+            found = mechanism_from_dict(
+                {"design": self.mechanism_name, **self.parameters, "labels": list(labels), "matrix": matrix}
+            )
+            _mechanisms[key] = found
+            while len(_mechanisms) > MECHANISMS_KEPT:
+                _mechanisms.pop(next(iter(_mechanisms)))
+        return found
+
+
+#: How many rebuilt mechanisms a process keeps (a 50-option one holds about 60 KB of matrices):
+#: enough for the largest survey's designs. A mechanism never changes once built.
+MECHANISMS_KEPT = 256
+_mechanisms: dict[tuple, Mechanism] = {}
 
 
 class Submission(Base):

@@ -20,11 +20,11 @@ from survey.domain.analysis import (
     WEEK,
     Comparison,
     Regression,
-    associable,
     comparable,
     compare,
     covariates_of,
     regression,
+    too_large_to_pair,
 )
 from survey.domain.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.coding import researcher_code, researcher_options, stored_code
@@ -392,7 +392,7 @@ def anytime_api(slug: str):
 def _comparison_choice(survey: Survey) -> tuple[str | None, str, str | None]:
     """``question``, ``by`` and ``category`` from the query string; what is not given starts from
     the first randomized question, by the first question asked directly (or by week)."""
-    randomized, direct = comparable(survey)
+    randomized, direct = comparable(db.session, survey)
     question = request.args.get("question") or (randomized[0].key if randomized else None)
     by = request.args.get("by") or (direct[0].key if direct else WEEK)
     return question, by, request.args.get("category")
@@ -422,7 +422,7 @@ def _group_chart(comparison: Comparison) -> Chart:
 def compare_page(slug: str):
     """One sensitive question by a direct question, by week, or against another sensitive question."""
     survey = _survey_or_404(slug)
-    randomized, direct = comparable(survey)
+    randomized, direct = comparable(db.session, survey)
     question, by, category = _comparison_choice(survey)
     chosen = next((q for q in randomized if q.key == question), None)
     if chosen is not None and category not in [str(o["code"]) for o in researcher_options(chosen)]:
@@ -441,7 +441,7 @@ def compare_page(slug: str):
             survey=survey,
             randomized=randomized,
             others=[q for q in randomized if q.key != question],
-            too_large=set() if chosen is None else {q.key for q in randomized if not associable(chosen, q)},
+            too_large=set() if chosen is None else too_large_to_pair(db.session, survey, chosen),
             direct=direct,
             question=chosen,
             by=by,
@@ -498,8 +498,8 @@ def compare_api(slug: str):
 def _regression_choice(survey: Survey) -> tuple[str | None, list[str]]:
     """``outcome`` and ``covariates`` from the query string; without an outcome, the first
     randomized question on every question asked directly."""
-    randomized, _ = comparable(survey)
-    direct = covariates_of(survey)
+    randomized, _ = comparable(db.session, survey)
+    direct = covariates_of(db.session, survey)
     if "outcome" not in request.args:
         return (randomized[0].key if randomized else None), [q.key for q in direct][:MAX_COVARIATES]
     return request.args.get("outcome"), request.args.getlist("covariates")
@@ -514,8 +514,8 @@ def _regression(survey: Survey) -> Regression:
 def regression_page(slug: str):
     """What predicts a sensitive answer: a logistic regression on questions asked directly."""
     survey = _survey_or_404(slug)
-    randomized, _ = comparable(survey)
-    direct = covariates_of(survey)
+    randomized, _ = comparable(db.session, survey)
+    direct = covariates_of(db.session, survey)
     outcome, chosen = _regression_choice(survey)
     result: Regression | None = None
     error: DomainError | None = None
