@@ -580,8 +580,9 @@ ATTACKS = {
 
 def _attack(port: int, browsers: list[Browser], path: str, seconds: float = 4.0) -> tuple[float, list[int]]:
     """Each browser sends ``path`` over and over while /health is asked every 0.2 s, for ``seconds``
-    (and until each attacker has had an answer, or /health once took over a second); returns the
-    slowest /health and the attack's statuses."""
+    (and until each attacker has had an answer, within 90 s), stopping at the first /health that
+    took over a second; returns the slowest /health and the attack's statuses (0: no answer, the
+    worker was killed at its timeout)."""
     stop = threading.Event()
     statuses: list[int] = []
     started = threading.Barrier(len(browsers) + 1)
@@ -589,16 +590,21 @@ def _attack(port: int, browsers: list[Browser], path: str, seconds: float = 4.0)
     def attack(browser: Browser) -> None:
         started.wait()
         while not stop.is_set():
-            statuses.append(browser.request("GET", path)[0])
+            try:
+                statuses.append(browser.request("GET", path)[0])
+            except (OSError, http.client.HTTPException):
+                statuses.append(0)
 
     threads = [threading.Thread(target=attack, args=(b,), daemon=True) for b in browsers]
     for thread in threads:
         thread.start()
     started.wait()
     latencies = [0.0]
+    begun = time.monotonic()
     try:
-        end = time.monotonic() + seconds
-        while (time.monotonic() < end or len(statuses) < len(browsers)) and latencies[-1] <= 1.0:
+        while latencies[-1] <= 1.0 and time.monotonic() < begun + 90:
+            if time.monotonic() > begun + seconds and len(statuses) >= len(browsers):
+                break
             time.sleep(0.2)
             latencies.append(_health_latency(port))
     finally:
@@ -608,7 +614,7 @@ def _attack(port: int, browsers: list[Browser], path: str, seconds: float = 4.0)
     return max(latencies), statuses
 
 
-def test_health_answers_within_a_second_while_three_of_the_issues_requests_run(served_worst):
+def test_health_answers_within_a_second_while_three_of_the_issues_requests_run(served_worst, record_property):
     """For each of the issue's three attacks: three signed-in clients send the request over and over,
     together holding all three workers, while /health is asked every 0.2 s; every answer comes
     within a second. (The association ran 224 s and the others to the worker's timeout: /health
@@ -617,8 +623,11 @@ def test_health_answers_within_a_second_while_three_of_the_issues_requests_run(s
     browsers = [Browser(port) for _ in range(3)]
     for browser in browsers:
         browser.sign_in("owner")
-    slowest = {}
+    slowest, answered = {}, {}
     for name, path in ATTACKS.items():
-        slowest[name], statuses = _attack(port, browsers, path)
-        assert statuses and all(s < 500 for s in statuses), (name, statuses)
+        slowest[name], answered[name] = _attack(port, browsers, path)
+    record_property("slowest_health_seconds", slowest)
+    print("slowest /health under each attack:", {k: round(v, 3) for k, v in slowest.items()})
     assert all(s < 1.0 for s in slowest.values()), slowest
+    for name, statuses in answered.items():  # every request was answered, none with a server error
+        assert statuses and all(0 < s < 500 for s in statuses), (name, statuses)

@@ -21,14 +21,15 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import and_, case, func, select
-from sqlalchemy.orm import Session, aliased, lazyload
+from sqlalchemy.orm import Session, aliased
 
 from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
 
 from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
-from .models import Answer, AnswerTally, Option, PairTally, Question, Survey
+from .models import Answer, AnswerTally, PairTally, Question, Survey
+from .outline import option_counts, question_list
 from .tallies import question_day_counts, question_mechanism
 
 LEVEL = 0.95
@@ -57,29 +58,6 @@ def _question(session: Session, survey: Survey, key: str | None, path: tuple[str
     if found is None:
         raise DomainError(f"this survey has no question {key!r}", path=path)
     return found
-
-
-def question_list(session: Session, survey: Survey) -> list[Question]:
-    """The survey's questions in order, their options and designs left unread until asked for: what the
-    analysis forms list (keys, kinds and texts)."""
-    query = (
-        select(Question)
-        .where(Question.survey_id == survey.id)
-        .order_by(Question.position)
-        .options(lazyload(Question.options), lazyload(Question.design))
-    )
-    return list(session.scalars(query))
-
-
-def option_counts(session: Session, survey: Survey) -> dict[int, int]:
-    """How many options each of the survey's questions has (by question id), in one query."""
-    rows = session.execute(
-        select(Option.question_id, func.count())
-        .join(Question, Question.id == Option.question_id)
-        .where(Question.survey_id == survey.id)
-        .group_by(Option.question_id)
-    )
-    return {question_id: int(count) for question_id, count in rows}
 
 
 def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:

@@ -18,6 +18,7 @@ it has not seen; the page fills in the others one request each
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import statistics
 import threading
@@ -29,18 +30,23 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
+from survey.privacy.designs import DESIGNS
 from survey.privacy.planning import per_respondent_variance, summed_terms
 
 from .errors import DomainError
 from .models import Design, Question, Survey
+from .outline import option_counts, question_list
 from .planning import PLANNING_LEVEL, PLANNING_SHARE
 from .validation import within_cap
 
 #: How many designs' planning figures a process keeps (each a few dozen bytes).
 FIGURES_KEPT = 4096
-#: The most binomial terms one build page sums for figures it has not computed before: about 0.2 s
+#: The most binomial terms one build page sums for figures it has not computed before: about 0.05 s
 #: (a term costs about 0.1 µs, ``benchmarks/worst_case.md``). The rest are filled in by the page.
-PAGE_PLANNING_TERMS = 2_000_000
+PAGE_PLANNING_TERMS = 500_000
+#: What building a design not seen before counts for against that allowance (a 50-option design
+#: takes about a millisecond: its inverse and its ε), so that a page builds a bounded number of them.
+DESIGN_WORK = 10_000
 #: Finding the respondents needed sums the counts at this many n at most, in practice (a few where
 #: the large-sample guess is good, a few dozen near 10^12 respondents).
 SEARCH_STEPS = 30
@@ -104,7 +110,7 @@ class QuestionCost:
     epsilon: float
     margin_of_error: float | None
     respondents_needed: int | None
-    design_effect: float
+    design_effect: float | None
 
     @property
     def one_sided(self) -> bool:
@@ -136,45 +142,96 @@ class Budget:
         return math.isinf(self.total_epsilon)
 
 
-def survey_budget(survey: Survey, work: int = PAGE_PLANNING_TERMS) -> Budget:
+#: A design's figures in the budget panel, by its stored design (name, parameters, kind, options), the
+#: survey's planning figures: found without building its mechanism.
+_by_design: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+
+
+def _design_key(question: Question, k: int) -> tuple:
+    design = question.design
+    assert design is not None  # a randomized question always has a design
+    return design.mechanism_name, json.dumps(design.parameters, sort_keys=True), question.kind, k
+
+
+def _planning_mechanism(question: Question, k: int) -> Mechanism:
+    """The question's design built from its stored parameters for ``k`` options with neutral labels:
+    what its planning figures depend on, without reading its options."""
+    design = question.design
+    assert design is not None
+    labels = ["yes", "no"] if question.kind == "yes_no" else [f"option {i + 1}" for i in range(k)]
+    return DESIGNS[design.mechanism_name].mechanism({"design": design.mechanism_name, **design.parameters}, labels)
+
+
+def _remember(key: tuple, figures: dict[str, Any]) -> None:
+    with _lock:
+        _by_design[key] = dict(figures)
+        while len(_by_design) > FIGURES_KEPT:
+            _by_design.popitem(last=False)
+
+
+def survey_budget(
+    session: Session,
+    survey: Survey,
+    questions: list[Question] | None = None,
+    counts: dict[int, int] | None = None,
+    work: int = PAGE_PLANNING_TERMS,
+) -> Budget:
     """The budget panel's figures for ``survey``, from its frozen (or draft) designs: those already
-    known, and those that fit in ``work`` more binomial terms; the others are left pending."""
+    known, and those whose design (:data:`DESIGN_WORK`) and figures fit in ``work`` binomial terms;
+    the others are left pending. Reads the questions and their designs (unless given, as
+    :func:`question_list` with designs gives them) and how many options each has
+    (:func:`option_counts`), never the options."""
+    if questions is None:
+        questions = question_list(session, survey, designs=True)
+    if counts is None:
+        counts = option_counts(session, survey)
     n, margin = survey.expected_respondents, survey.target_margin
     costs = []
-    for question in survey.randomized_questions:
-        mechanism = question.mechanism()
-        assert mechanism is not None  # a randomized question always has a design
-        figures = known_figures(mechanism, n, margin)
-        if figures is None:
+    for question in questions:
+        if not question.is_randomized:
+            continue
+        k = counts.get(question.id, 2)
+        key = (*_design_key(question, k), n, margin)
+        with _lock:
+            figures = _by_design.get(key)
+        effect = None if figures is None else figures["design_effect"]
+        if figures is None and work >= DESIGN_WORK:
+            work -= DESIGN_WORK
+            mechanism = _planning_mechanism(question, k)
+            effect = design_effect(mechanism, PLANNING_SHARE)
             needs = planning_work(mechanism, n, margin)
             if needs <= work:
                 work -= needs
                 figures = planning_figures(mechanism, n, margin)
+                _remember(key, figures)
+        epsilon = question.design.epsilon if question.design is not None else None
         costs.append(
             QuestionCost(
                 question=question,
-                epsilon=mechanism.epsilon,
+                epsilon=math.inf if epsilon is None else epsilon,
                 margin_of_error=None if figures is None else figures["margin_of_error"],
                 respondents_needed=None if figures is None else figures["respondents_needed"],
-                design_effect=design_effect(mechanism, PLANNING_SHARE) if figures is None else figures["design_effect"],
+                design_effect=effect,
             )
         )
     return Budget(
-        total_epsilon=stored_total_epsilon(survey),
+        total_epsilon=stored_total_epsilon(survey, questions),
         cap=survey.epsilon_cap,
         expected_respondents=n,
         target_margin=margin,
         costs=costs,
-        direct=survey.direct_questions,
+        direct=[q for q in questions if not q.is_randomized],
     )
 
 
-def stored_total_epsilon(survey: Survey) -> float:
+def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None) -> float:
     """:meth:`Survey.total_epsilon` from the ε each design stored when it was made (the same number),
-    without rebuilding any mechanism: for pages that show the total but nothing else of the designs."""
+    without rebuilding any mechanism: for pages that show the total but nothing else of the designs.
+    ``questions`` are the survey's, when they have been read already (with their designs)."""
     return total_epsilon(
         math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon
-        for q in survey.randomized_questions
+        for q in (survey.questions if questions is None else questions)
+        if q.is_randomized
     )
 
 
@@ -198,7 +255,10 @@ def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
     """One randomized question's planning figures at the survey's planning figures (what the build
     page fills a pending row with): bounded by one design's cost."""
-    mechanism = question.mechanism()
-    if mechanism is None:
+    if question.design is None:
         raise DomainError(f"{question.key!r} is asked directly: it has no planning figures", status=404)
-    return planning_figures(mechanism, survey.expected_respondents, survey.target_margin)
+    k = len(question.options)
+    n, margin = survey.expected_respondents, survey.target_margin
+    figures = planning_figures(_planning_mechanism(question, k), n, margin)
+    _remember((*_design_key(question, k), n, margin), figures)
+    return figures

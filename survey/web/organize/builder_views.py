@@ -21,6 +21,7 @@ from survey.domain.access import survey_for
 from survey.domain.budget import question_planning, survey_budget
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Question, Survey
+from survey.domain.outline import first_labels, option_counts, question_list
 from survey.domain.preview import count_text, error_json, points_text, preview, times_text
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.wording import epsilon_text
@@ -38,6 +39,8 @@ from .builder_forms import (
     set_by_designs,
 )
 
+#: How many options of each question the build page names (each question's page shows them all).
+OPTIONS_SHOWN = 12
 KIND_NAMES = {"yes_no": "Yes / no", "choice": "Choice", "direct": "Asked directly", "number": "Number, asked directly"}
 #: How the builder's templates write numbers (passed to them, not registered as app-wide filters).
 FORMATS = SimpleNamespace(eps=epsilon_text, points=points_text, count=count_text, times=times_text)
@@ -85,11 +88,17 @@ def _render_build(
     alert: str | None = None,
     status: int = 200,
 ):
+    questions = question_list(db.session, survey, designs=True)
+    counts = option_counts(db.session, survey)
     return (
         render_template(
             "organize/build.html",
             survey=survey,
-            budget=survey_budget(survey),
+            budget=survey_budget(db.session, survey, questions, counts),
+            questions=questions,
+            option_count=counts,
+            labels_shown=first_labels(db.session, survey, OPTIONS_SHOWN),
+            options_shown=OPTIONS_SHOWN,
             details_form=details_form or SurveyDetailsForm.for_survey(survey),
             planning_form=planning_form or PlanningForm.for_survey(survey),
             kind_names=KIND_NAMES,
