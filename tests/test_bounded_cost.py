@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import itertools
 import os
 import random
 import re
@@ -236,24 +237,32 @@ def test_the_builder_refuses_a_question_beyond_the_specs_limit(app, owner):
         assert db.session.scalar(select(func.count()).where(Question.survey_id == survey.id)) == MAX_QUESTIONS
 
 
-#: Designs whose planning figures cost the most (the most private, planned for the most respondents at
-#: the smallest margin: a million binomial terms each; the issue's draft had 200), after one whose
-#: figures cost less than half the page's allowance.
-COSTLY = [
-    {"key": "cheap", "kind": "yes_no", "text": "cheap", "privacy": {"design": "grr", "epsilon": 5.0}},
-    *(
-        {
-            "key": f"p{i}",
-            "kind": "yes_no",
-            "text": f"p{i}",
-            "privacy": {"design": "grr", "epsilon": 0.001 * (1 + i / 7)},
-        }
-        for i in range(6)
-    ),
-]
+#: Each call of :func:`costly` makes designs of its own (the process keeps the figures it has computed,
+#: so a design a test saw before would not cost anything).
+_runs = itertools.count()
+
+
+def costly() -> list[dict]:
+    """Designs whose planning figures cost the most (the most private, planned for the most respondents
+    at the smallest margin: a million binomial terms each; the issue's draft had 200), after one whose
+    figures cost less than the page's allowance, each a design no earlier call made."""
+    run = next(_runs)
+    return [
+        {"key": "cheap", "kind": "yes_no", "text": "cheap", "privacy": {"design": "grr", "epsilon": 5.0 + run / 1000}},
+        *(
+            {
+                "key": f"p{i}",
+                "kind": "yes_no",
+                "text": f"p{i}",
+                "privacy": {"design": "grr", "epsilon": 0.001 * (1 + i / 7) + run / 10**6},
+            }
+            for i in range(6)
+        ),
+    ]
 
 
 def test_the_build_page_sums_a_bounded_number_of_terms_and_leaves_the_rest_to_the_page(app, owner, monkeypatch):
+    questions = costly()
     slug = _add(
         app,
         {
@@ -261,7 +270,7 @@ def test_the_build_page_sums_a_bounded_number_of_terms_and_leaves_the_rest_to_th
             "status": "draft",
             "expected_respondents": MAX_RESPONDENTS,
             "target_margin": MIN_TARGET_MARGIN,
-            "questions": COSTLY,
+            "questions": questions,
         },
     )
     terms = [0]
@@ -275,7 +284,7 @@ def test_the_build_page_sums_a_bounded_number_of_terms_and_leaves_the_rest_to_th
     page = owner.get(f"/surveys/{slug}/build").get_data(as_text=True)
     assert terms[0] <= PAGE_PLANNING_TERMS  # the whole draft sums about 7 million
     pending = re.findall(r'data-planning-url="([^"]+)"', page)
-    assert len(pending) == len(COSTLY) - 1 and "/cheap/" not in "".join(pending)
+    assert len(pending) == len(questions) - 1 and "/cheap/" not in "".join(pending)
     assert "fills them in" in page and "js/organize/budget.js" in page
     # a pending row's figures: one design's, as the privacy core computes them
     url = unescape(pending[-1])
@@ -408,7 +417,7 @@ def test_no_page_sends_a_statement_per_question(worst):
             continue
         counts, sizes = [], []
         for slug in ("small", "worst"):
-            values = {"slug": slug, "key": "r002"}
+            values = {"slug": slug, "key": "r001"}  # a question of both surveys
             path = rule.build({k: values[k] for k in rule.arguments})[1]
             with statements(app) as sent:
                 response = client.get(path, query_string=QUERIES.get(rule.endpoint, {}))
@@ -542,8 +551,10 @@ def served_worst(tmp_path):
         "DATABASE_URL": url,
         "SECRET_KEY": "bounded-cost-test-" + "x" * 40,
         "BIND": f"127.0.0.1:{port}",
-        # as many workers as the attack sends requests at once: it holds every one of them, as in the issue
+        # as many workers as the attack sends requests at once, one request each: the attack holds every
+        # one of them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each)
         "WEB_CONCURRENCY": "3",
+        "WEB_THREADS": "1",
     }
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
     with log.open("w") as out:

@@ -9,9 +9,10 @@ effect, all from the privacy core at a true share of 50% (the worst case) and 95
 Those figures are exact sums over the binomial counts, up to 100,001 terms each, and finding the
 respondents needed takes a few to a few dozen of them: from a millisecond to a quarter of a second
 per design. A draft may have 200 randomized questions, each a design of its own, so a page does not
-compute them all: the figures of a matrix at given planning figures are kept for the process's life
-(:func:`planning_figures`), and one page sums at most :data:`PAGE_PLANNING_TERMS` terms for figures
-it has not seen; the page fills in the others one request each
+compute them all: the figures are kept for the process's life (per matrix in
+:func:`planning_figures`, per stored design in :func:`survey_budget`), and one page spends at most
+:data:`PAGE_PLANNING_TERMS` binomial terms on figures it has not seen (a design it has to build
+counting :data:`DESIGN_WORK`); the page fills in the other rows one request each
 (:func:`question_planning`), each bounded by one design's cost.
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from typing import Any
 
 from sqlalchemy import (
@@ -393,8 +394,8 @@ class Design(Base):
         200-question survey needs every one (:data:`MECHANISMS_KEPT`)."""
         labels = tuple(self.question.labels)
         matrix = self.matrix
-        # the parameters make the matrix (the check below holds them together); the stored matrix's
-        # shape and corner rows are in the key as well, so a changed row cannot hide behind a hit
+        # the parameters make the matrix (the first build checks the whole stored matrix against them);
+        # its size and first and last rows are in the key as well
         key = (
             self.mechanism_name,
             json.dumps(self.parameters, sort_keys=True),
@@ -403,14 +404,16 @@ class Design(Base):
             tuple(matrix[0]),
             tuple(matrix[-1]),
         )
-        found = _mechanisms.get(key)
+        with _mechanisms_lock:
+            found = _mechanisms.get(key)
         if found is None:
             found = mechanism_from_dict(
                 {"design": self.mechanism_name, **self.parameters, "labels": list(labels), "matrix": matrix}
             )
-            _mechanisms[key] = found
-            while len(_mechanisms) > MECHANISMS_KEPT:
-                _mechanisms.pop(next(iter(_mechanisms)))
+            with _mechanisms_lock:
+                _mechanisms[key] = found
+                while len(_mechanisms) > MECHANISMS_KEPT:
+                    del _mechanisms[next(iter(_mechanisms))]
         return found
 
 
@@ -418,6 +421,7 @@ class Design(Base):
 #: enough for the largest survey's designs. A mechanism never changes once built.
 MECHANISMS_KEPT = 256
 _mechanisms: dict[tuple, Mechanism] = {}
+_mechanisms_lock = threading.Lock()
 
 
 class Submission(Base):
