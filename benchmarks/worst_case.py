@@ -47,7 +47,11 @@ from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# as the production entry point (survey/platform/wsgi.py) runs the app: one numerical thread a process
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
+import numpy as np  # noqa: E402
 from sqlalchemy import create_engine, event, select, text  # noqa: E402
 
 from survey import create_app  # noqa: E402
@@ -198,7 +202,7 @@ def cases(spec: dict[str, Any]) -> list[Case]:
         Case("organize.unarchive", "POST", "unarchive", fresh="archived"),
         Case("organize.delete_survey", "GET", "confirmation", d),
         Case("organize.delete_survey", "POST", "delete the 200-question draft", fresh="draft"),
-        Case("organize.address", "POST", "a new address", form={"slug": "worst-renamed-" + "x" * 50}, fresh="draft"),
+        Case("organize.address", "POST", "a new address", form={"slug": "{slug}-" + "x" * 50}, fresh="draft"),
         Case("organize.check_address", "GET", "is an address free", d, {"slug": "a" * 80}),
         Case("organize.duplicate", "POST", "duplicate the 200-question survey", s),
         Case(
@@ -368,11 +372,13 @@ def _request(site: Site, case: Case, path: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if case.json is not None:
         kwargs["json"] = case.json
-    elif case.form == "import":
-        kwargs["data"] = {"file": (io.BytesIO(site.import_body), "spec.json")}
+    elif case.form == "import":  # a slug of its own each time, or the second import is refused as taken
+        body = site.import_body.replace(b'"slug": "imported', f'"slug": "i{uuid.uuid4().hex[:6]}'.encode(), 1)
+        kwargs["data"] = {"file": (io.BytesIO(body), "spec.json")}
         kwargs["content_type"] = "multipart/form-data"
     elif case.form is not None:
-        kwargs["data"] = case.form
+        slug = path.split("/")[2]  # "{slug}" in a value: the survey's own (a fresh one's differs each time)
+        kwargs["data"] = {k: v.format(slug=slug) if isinstance(v, str) else v for k, v in case.form.items()}
     cpu, wall = time.process_time(), time.perf_counter()
     response = client.open(path, method=case.method, buffered=True, **kwargs)
     size = len(response.get_data())
@@ -523,6 +529,166 @@ def report(rows: list[dict], site: Site, args: argparse.Namespace, seconds: floa
     return lines
 
 
+# -- what the limits are derived from -------------------------------------------------------------------
+
+
+def _in_child(work: Callable[[], Any], timeout: float) -> float | None:
+    """The CPU seconds ``work`` takes in a forked child, or None if it was killed after ``timeout``."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+
+    def child() -> None:
+        started = time.process_time()
+        try:
+            work()
+        except Exception as error:  # reported as a failure, not as a time
+            sending.send(f"{type(error).__name__}: {error}")
+            return
+        sending.send(time.process_time() - started)
+
+    process = context.Process(target=child)
+    process.start()
+    if receiving.poll(timeout):
+        took = receiving.recv()
+        process.join()
+        if isinstance(took, str):
+            raise RuntimeError(took)
+        return took
+    process.kill()
+    process.join()
+    return None
+
+
+def _design(k: int, rng: Any) -> Any:
+    from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, Warner
+
+    epsilon = float(np.exp(rng.uniform(np.log(0.05), np.log(6.0))))
+    if k == 2:
+        return [
+            GeneralizedRR(2, epsilon=epsilon),
+            CoinFlip.from_epsilon(min(epsilon, 5.0), 0.5),
+            Warner.from_epsilon(epsilon),
+        ][int(rng.integers(3))]
+    if rng.random() < 0.5:
+        return GeneralizedRR(k, epsilon=epsilon)
+    return ForcedResponse(list(rng.dirichlet(np.ones(k)) * rng.uniform(0.05, 0.9)))
+
+
+ASSOCIATION_SHAPES = [(2, 2), (3, 3), (2, 9), (4, 4), (5, 5), (4, 9), (6, 6), (7, 7), (8, 8), (10, 10)]
+
+
+def association_costs(tables: int, timeout: float, log: Callable[[str], None]) -> list[dict]:
+    """The CPU time of an association (its page's work: every cell's interval, the 2 × 2 measures) per
+    table size, over ``tables`` tables each: uniform, sparse, one cell, random, and the reports of a
+    random population, with 1 to 100,000 respondents, through GRR, forced response, coin flips and
+    Warner's design, each drawn from a seeded generator."""
+    from survey.privacy import association
+
+    out = []
+    for ka, kb in ASSOCIATION_SHAPES:
+        rng = np.random.default_rng(ka * 100 + kb)
+        times, killed = [], 0
+        for t in range(tables):
+            a, b = _design(ka, rng), _design(kb, rng)
+            cells = ka * kb
+            n = int(rng.choice([1, 5, 30, 200, 1000, 100_000]))
+            kind = t % 5
+            if kind == 0:
+                p = np.full(cells, 1.0 / cells)
+            elif kind == 1:
+                p = rng.dirichlet(np.full(cells, 0.1))
+            elif kind == 2:
+                p = np.eye(cells)[int(rng.integers(cells))]
+            elif kind == 3:
+                p = rng.dirichlet(np.ones(cells))
+            else:
+                p = np.kron(a.matrix, b.matrix) @ rng.dirichlet(np.full(cells, 0.3))
+            table = rng.multinomial(n, p / p.sum()).reshape(ka, kb)
+            took = _in_child(lambda a=a, b=b, table=table: association(a, b, table).to_dict(), timeout)
+            if took is None:
+                killed += 1
+            else:
+                times.append(took)
+        row = {"shape": f"{ka} × {kb}", "cells": ka * kb, "tables": tables, "killed": killed}
+        row["median"] = statistics.median(times) if times else None
+        row["worst"] = max(times) if times else None
+        log(f"association {row['shape']}: worst {row['worst']} s, {killed} killed")
+        out.append(row)
+    return out
+
+
+#: Models at the regression's limit (patterns × coefficients = MAX_REGRESSION_CELLS): six 50-option
+#: covariates, a number and five 5-option ones, one number.
+REGRESSION_SHAPES = [(338, [50] * 6), (4545, [0] + [5] * 5), (50_000, [0])]
+
+
+def regression_costs(timeout: float, log: Callable[[str], None]) -> list[dict]:
+    """The CPU time of a fit at the regression's limit, for each shape of :data:`REGRESSION_SHAPES`,
+    on reports simulated through the seed design (a fit that separates stops early, so the data are
+    drawn from a model that fits)."""
+    from survey.privacy import CoinFlip, rr_logistic
+
+    out = []
+    mechanism = CoinFlip(0.5, 0.5)
+    for patterns, options in REGRESSION_SHAPES:
+        rng = np.random.default_rng(patterns)
+        columns = []
+        for k in options:
+            if k == 0:
+                columns.append(rng.integers(0, 100, patterns)[:, None].astype(float))
+            else:
+                codes = rng.permutation(np.arange(patterns) % k)  # every option chosen: the model is identified
+                columns.append(np.stack([codes == c for c in range(1, k)], axis=1).astype(float))
+        x = np.hstack(columns)
+        beta = rng.normal(0, 0.2, x.shape[1]) / np.maximum(x.max(axis=0), 1.0)
+        truth = rng.random(patterns) < 1 / (1 + np.exp(-(x @ beta - 0.5)))
+        reports = mechanism.randomize(np.where(truth, 0, 1), rng) == 0
+        coefficients = x.shape[1] + 1
+
+        def fit(x=x, reports=reports) -> None:
+            rr_logistic(mechanism, x, reports.astype(float))
+
+        took = _in_child(fit, timeout)
+        out.append({"patterns": patterns, "coefficients": coefficients, "cpu": took})
+        log(f"regression {patterns} × {coefficients}: {took} s")
+    return out
+
+
+def limits_report(associations: list[dict], regressions: list[dict], timeout: float) -> list[str]:
+    from survey.domain.analysis import MAX_ASSOCIATION_CELLS, MAX_REGRESSION_CELLS
+
+    def cpu(x: float | None) -> str:
+        return f"killed at {timeout:g} s" if x is None else _seconds(x)
+
+    lines = [
+        "",
+        "## What the limits are derived from",
+        "",
+        f"**Associations** (`MAX_ASSOCIATION_CELLS` = {MAX_ASSOCIATION_CELLS}): the CPU time of one association "
+        "(every cell's profile-likelihood interval and, for 2 × 2, the measures) per table size, each table in a "
+        "fresh process, over tables of every kind (uniform, sparse, one cell, random, a random population's reports; "
+        "1 to 100,000 respondents; GRR, forced response, coin flips, Warner), from a seeded generator.",
+        "",
+        "| table | cells | tables | median CPU | slowest CPU | killed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in associations:
+        lines.append(
+            f"| {r['shape']} | {r['cells']} | {r['tables']} | {cpu(r['median'])} | {cpu(r['worst'])} | {r['killed']} |"
+        )
+    lines += [
+        "",
+        f"**Regressions** (`MAX_REGRESSION_CELLS` = {MAX_REGRESSION_CELLS:,} patterns × coefficients): the CPU time "
+        "of one fit at the limit, one respondent per pattern.",
+        "",
+        "| patterns | coefficients | CPU |",
+        "|---|---|---|",
+    ]
+    for r in regressions:
+        lines.append(f"| {r['patterns']:,} | {r['coefficients']} | {cpu(r['cpu'])} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
@@ -532,6 +698,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--only", help="run only the cases whose endpoint contains this")
+    parser.add_argument("--tables", type=int, default=30, help="tables per size in the association sweep")
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -561,7 +728,11 @@ def main() -> int:
                 with admin.connect() as conn:
                     conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
                 admin.dispose()
-    lines = report(rows, site, args, time.perf_counter() - started)
+    associations = association_costs(args.tables, args.timeout, log)
+    regressions = regression_costs(args.timeout, log)
+    lines = report(rows, site, args, time.perf_counter() - started) + limits_report(
+        associations, regressions, args.timeout
+    )
     print("\n".join(lines))
     if args.markdown:
         args.markdown.write_text("\n".join(lines) + "\n")
