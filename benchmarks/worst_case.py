@@ -377,8 +377,11 @@ def _request(site: Site, case: Case, path: str) -> dict[str, Any]:
         kwargs["data"] = {"file": (io.BytesIO(body), "spec.json")}
         kwargs["content_type"] = "multipart/form-data"
     elif case.form is not None:
-        slug = path.split("/")[2]  # "{slug}" in a value: the survey's own (a fresh one's differs each time)
-        kwargs["data"] = {k: v.format(slug=slug) if isinstance(v, str) else v for k, v in case.form.items()}
+        # "{slug}" in a value: the survey's own (a fresh one's differs each time)
+        kwargs["data"] = {
+            k: v.replace("{slug}", path.split("/")[2]) if isinstance(v, str) and "{slug}" in v else v
+            for k, v in case.form.items()
+        }
     cpu, wall = time.process_time(), time.perf_counter()
     response = client.open(path, method=case.method, buffered=True, **kwargs)
     size = len(response.get_data())
@@ -574,7 +577,23 @@ def _design(k: int, rng: Any) -> Any:
     return ForcedResponse(list(rng.dirichlet(np.ones(k)) * rng.uniform(0.05, 0.9)))
 
 
-ASSOCIATION_SHAPES = [(2, 2), (3, 3), (2, 9), (4, 4), (5, 5), (4, 9), (6, 6), (7, 7), (8, 8), (10, 10)]
+#: Table sizes the association sweep runs, with how many tables each (None: ``--tables``): beyond the
+#: limit too, to show how the cost grows (the largest, fewer: each takes seconds).
+ASSOCIATION_SHAPES = [
+    (2, 2, None),
+    (3, 3, None),
+    (2, 9, None),
+    (4, 4, None),
+    (5, 5, None),
+    (4, 9, None),
+    (6, 6, None),
+    (7, 7, None),
+    (8, 8, None),
+    (10, 10, None),
+    (12, 12, 6),
+    (15, 15, 4),
+    (20, 20, 3),
+]
 
 
 def association_costs(tables: int, timeout: float, log: Callable[[str], None]) -> list[dict]:
@@ -585,10 +604,11 @@ def association_costs(tables: int, timeout: float, log: Callable[[str], None]) -
     from survey.privacy import association
 
     out = []
-    for ka, kb in ASSOCIATION_SHAPES:
+    for ka, kb, count in ASSOCIATION_SHAPES:
         rng = np.random.default_rng(ka * 100 + kb)
         times, killed = [], 0
-        for t in range(tables):
+        count = tables if count is None else min(count, tables)
+        for t in range(count):
             a, b = _design(ka, rng), _design(kb, rng)
             cells = ka * kb
             n = int(rng.choice([1, 5, 30, 200, 1000, 100_000]))
@@ -609,7 +629,7 @@ def association_costs(tables: int, timeout: float, log: Callable[[str], None]) -
                 killed += 1
             else:
                 times.append(took)
-        row = {"shape": f"{ka} × {kb}", "cells": ka * kb, "tables": tables, "killed": killed}
+        row = {"shape": f"{ka} × {kb}", "cells": ka * kb, "tables": count, "killed": killed}
         row["median"] = statistics.median(times) if times else None
         row["worst"] = max(times) if times else None
         log(f"association {row['shape']}: worst {row['worst']} s, {killed} killed")

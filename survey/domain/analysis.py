@@ -35,9 +35,10 @@ from .tallies import question_day_counts, question_mechanism
 LEVEL = 0.95
 #: The largest table of two randomized questions' answers an association estimates (their numbers of
 #: options multiplied). Every cell's interval is a profile-likelihood search over the whole table
-#: through the product design (:func:`survey.privacy.association`), whose cost grows with the cube
-#: of the cells and which some tables of 100 cells keep busy for seconds to minutes; tables of up to
-#: 36 cells stayed near a tenth of a second in ``benchmarks/worst_case.md``. docs/analysis.md says so.
+#: through the product design (:func:`survey.privacy.association`), and its cost grows faster than the
+#: square of the cells: the slowest of the tables ``benchmarks/worst_case.md`` tries took about 0.1 s
+#: of CPU at 36 cells, 0.3 s at 100 and 1.3 s at 400 (a uniform table of 1,000 answers there, 12 s);
+#: two 50-option questions (2,500 cells) ran for minutes. docs/analysis.md says so.
 MAX_ASSOCIATION_CELLS = 36
 #: The ``by`` that groups respondents by the week (Monday to Sunday) their answers arrived in.
 WEEK = "week"
