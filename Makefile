@@ -99,6 +99,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md
 	$(BIN)/python benchmarks/analysis.py --markdown benchmarks/analysis.md
 	$(BIN)/python benchmarks/live.py --markdown benchmarks/live.md
+	$(BIN)/python benchmarks/worst_case.py --markdown benchmarks/worst_case.md
 	@$(MAKE) --no-print-directory chromium
 	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
 	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md

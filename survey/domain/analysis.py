@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
@@ -29,9 +29,17 @@ from .coding import parse_category
 from .csvfile import CsvTable
 from .errors import DomainError
 from .models import Answer, AnswerTally, PairTally, Question, Survey
+from .outline import option_counts, question_list
 from .tallies import question_day_counts, question_mechanism
 
 LEVEL = 0.95
+#: The largest table of two randomized questions' answers an association estimates (their numbers of
+#: options multiplied). Every cell's interval is a profile-likelihood search over the whole table
+#: through the product design (:func:`survey.privacy.association`), and its cost grows faster than the
+#: square of the cells: the slowest of the tables ``benchmarks/worst_case.md`` tries took about 0.1 s
+#: of CPU at 36 cells, 0.3 s at 100 and 1.3 s at 400 (a uniform table of 1,000 answers there, 12 s);
+#: two 50-option questions (2,500 cells) ran for minutes. docs/analysis.md says so.
+MAX_ASSOCIATION_CELLS = 36
 #: The ``by`` that groups respondents by the week (Monday to Sunday) their answers arrived in.
 WEEK = "week"
 NO_ANSWER = "no answer"
@@ -42,13 +50,15 @@ def week_label(day: dt.date) -> str:
     return f"week of {(day - dt.timedelta(days=day.weekday())).isoformat()}"
 
 
-def _question(survey: Survey, key: str | None, path: tuple[str, ...]) -> Question:
-    for q in survey.questions:
-        if q.key == key:
-            return q
+def _question(session: Session, survey: Survey, key: str | None, path: tuple[str, ...]) -> Question:
+    """The survey's question ``key``, read alone (with its options and design): an analysis of two
+    questions of a 200-question survey reads two, not 200 with their 10,000 options."""
     if not key:
         raise DomainError(f"give the key of a question as {path[0]!r}", path=path)
-    raise DomainError(f"this survey has no question {key!r}", path=path)
+    found = session.scalar(select(Question).where(Question.survey_id == survey.id, Question.key == key))
+    if found is None:
+        raise DomainError(f"this survey has no question {key!r}", path=path)
+    return found
 
 
 def pair_counts(session: Session, first: Question, second: Question) -> dict[tuple[int, int | None], int]:
@@ -206,7 +216,7 @@ def compare(
     breakdown by its options), ``"week"`` (a breakdown by week of submission) or another randomized
     question's key (their association). ``category`` is the option whose share a breakdown shows
     and compares (its code; the first option by default)."""
-    question = _question(survey, question_key, ("question",))
+    question = _question(session, survey, question_key, ("question",))
     if not question.is_randomized:
         raise DomainError(
             f"{question.key!r} is asked directly: choose a randomized question to compare", path=("question",)
@@ -215,7 +225,7 @@ def compare(
     if by == WEEK:
         other = None
     else:
-        other = _question(survey, by, ("by",))
+        other = _question(session, survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("choose a different question to compare with", path=("by",))
         if other.is_number:
@@ -227,6 +237,7 @@ def compare(
     code = parse_category(question, category)
 
     if other is not None and other.is_randomized:
+        check_association_size(question, other)
         pairs = pair_counts(session, question, other)
         table = np.zeros((len(question.options), len(other.options)), dtype=np.int64)
         for (value, value_b), count in pairs.items():
@@ -259,17 +270,46 @@ def compare(
     return Comparison(survey, question, other, "breakdown", result)
 
 
-def comparable(survey: Survey) -> tuple[list[Question], list[Question]]:
+def check_association_size(question: Question, other: Question) -> None:
+    """Refuse, before anything is read or estimated, an association whose table has more cells than
+    :data:`MAX_ASSOCIATION_CELLS`, saying what to do instead."""
+    cells = len(question.options) * len(other.options)
+    if cells > MAX_ASSOCIATION_CELLS:
+        raise DomainError(
+            f"{question.key!r} and {other.key!r} have {len(question.options)} and {len(other.options)} options: "
+            f"their association is a table of {cells:,} cells, and this site estimates tables of at most "
+            f"{MAX_ASSOCIATION_CELLS} (the cost of each cell's interval grows with the cube of the cells). Compare "
+            f"{question.key!r} by a question asked directly or by week instead, or download the responses and "
+            "estimate the table with survey.privacy.association in a notebook",
+            status=422,
+            path=("by",),
+        )
+
+
+def too_large_to_pair(session: Session, survey: Survey, question: Question) -> set[str]:
+    """The keys of the randomized questions whose association with ``question`` has more cells than
+    :data:`MAX_ASSOCIATION_CELLS` (the compare page says so beside them)."""
+    counts = option_counts(session, survey)
+    k = counts.get(question.id, 0)
+    return {
+        q.key
+        for q in question_list(session, survey)
+        if q.is_randomized and k * counts.get(q.id, 0) > MAX_ASSOCIATION_CELLS
+    }
+
+
+def comparable(session: Session, survey: Survey) -> tuple[list[Question], list[Question]]:
     """The questions a comparison can be asked about (randomized) and by (direct questions with
     options: a number question has too many values to make groups of), in survey order."""
-    randomized = [q for q in survey.questions if q.is_randomized]
-    direct = [q for q in survey.questions if not q.is_randomized and not q.is_number]
+    questions = question_list(session, survey)
+    randomized = [q for q in questions if q.is_randomized]
+    direct = [q for q in questions if not q.is_randomized and not q.is_number]
     return randomized, direct
 
 
-def covariates_of(survey: Survey) -> list[Question]:
+def covariates_of(session: Session, survey: Survey) -> list[Question]:
     """The questions a regression can take as covariates: every question asked directly."""
-    return [q for q in survey.questions if not q.is_randomized]
+    return [q for q in question_list(session, survey) if not q.is_randomized]
 
 
 # -- regression ------------------------------------------------------------------------------------
@@ -351,17 +391,38 @@ REGRESSION_COLUMNS = [
     ("level", "number"),
 ]
 MAX_COVARIATES = 6
+#: The largest model a regression fits on request: its distinct covariate patterns times its
+#: coefficients, the cells of the design matrix the fit works on. Each Newton step costs about
+#: patterns × coefficients² (and the fit takes up to 105), so this bounds the fit to a fraction of a
+#: second (``benchmarks/worst_case.md``); a larger model is refused (422), before it is fitted, with
+#: what to do instead. Six 50-option covariates (295 coefficients) so fit up to 338 patterns, a
+#: number and five 5-option covariates (22) up to 4,545.
+MAX_REGRESSION_CELLS = 100_000
+#: The most predictions a regression lists (those of the patterns with the most respondents).
+MAX_PREDICTIONS = 1000
 
 
-def pattern_counts(session: Session, outcome: Question, covariates: list[Question]) -> list[tuple[int, ...]]:
-    """``(outcome value, covariate values..., count)`` per distinct combination, among respondents
-    who answered the outcome and every covariate (one GROUP BY over a join per covariate)."""
+def _number_of_coefficients(covariates: list[Question]) -> int:
+    """The most coefficients these covariates can make: the intercept, one per number question and
+    one per option but the first of every other question."""
+    return 1 + sum(1 if q.is_number else len(q.options) - 1 for q in covariates)
+
+
+def pattern_counts(
+    session: Session, outcome: Question, code: int, covariates: list[Question], limit: int | None = None
+) -> list[tuple[int, ...]]:
+    """``(covariate values..., respondents, of whom reported code)`` per distinct pattern of the
+    covariates, among respondents who answered the outcome and every covariate: one GROUP BY over a
+    join per covariate, at most ``limit`` rows (which ones, when there are more, is the database's)."""
     joined = [aliased(Answer) for _ in covariates]
     o = aliased(Answer)
-    query = select(o.value, *(c.value for c in joined), func.count()).select_from(o)
+    reported = func.sum(case((o.value == code, 1), else_=0))
+    query = select(*(c.value for c in joined), func.count(), reported).select_from(o)
     for alias, q in zip(joined, covariates, strict=True):
         query = query.join(alias, and_(alias.submission_id == o.submission_id, alias.question_id == q.id))
-    query = query.where(o.question_id == outcome.id).group_by(o.value, *(c.value for c in joined))
+    query = query.where(o.question_id == outcome.id).group_by(*(c.value for c in joined))
+    if limit is not None:
+        query = query.limit(limit)
     return [tuple(int(v) for v in row) for row in session.execute(query)]
 
 
@@ -374,6 +435,18 @@ def _design_matrix(values: np.ndarray, columns: list[tuple[int, int | None]]) ->
     return out
 
 
+def _too_large(patterns: int | str, coefficients: int) -> DomainError:
+    return DomainError(
+        f"these covariates split the respondents into {patterns} groups with different answers, and the model "
+        f"has {coefficients} coefficients (one per option beyond the first, one per number question): more than "
+        f"this site fits on request ({MAX_REGRESSION_CELLS:,} groups × coefficients). Choose fewer covariates, or "
+        "ones with fewer options, or download the responses and fit the model with survey.privacy.rr_logistic "
+        "in a notebook",
+        status=422,
+        path=("covariates",),
+    )
+
+
 def regression(
     session: Session,
     survey: Survey,
@@ -382,8 +455,12 @@ def regression(
     category: int | str | None = None,
 ) -> Regression:
     """Fit ``P(true answer = category | covariates)`` by logistic regression on the randomized
-    outcome; each direct covariate enters as indicators of its options, the first option the baseline."""
-    outcome = _question(survey, outcome_key, ("outcome",))
+    outcome; each direct covariate enters as indicators of its options, the first option the baseline.
+
+    Its cost is bounded by :data:`MAX_REGRESSION_CELLS` whatever the number of respondents: the
+    patterns are read at most as many as could fit, and a model beyond the limit is refused before
+    it is fitted. Only the GROUP BY that counts the patterns grows with the respondents."""
+    outcome = _question(session, survey, outcome_key, ("outcome",))
     if not outcome.is_randomized:
         raise DomainError(f"{outcome.key!r} is asked directly: choose a randomized outcome", path=("outcome",))
     code = parse_category(outcome, category)
@@ -399,14 +476,19 @@ def regression(
         raise DomainError("choose at least one covariate", path=("covariates",))
     if len(keys) > MAX_COVARIATES:
         raise DomainError(f"choose at most {MAX_COVARIATES} covariates", path=("covariates",))
-    covariates = [_question(survey, key, ("covariates",)) for key in keys]
+    covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
     for q in covariates:
         if q.is_randomized:
             raise DomainError(f"{q.key!r} is randomized: covariates are questions asked directly", path=("covariates",))
-    rows = pattern_counts(session, outcome, covariates)
+    # every model has the intercept and at least one more coefficient, so more patterns than this is
+    # too large whatever options turn out to be chosen
+    most = MAX_REGRESSION_CELLS // 2
+    rows = pattern_counts(session, outcome, code, covariates, limit=most + 1)
     if not rows:
         raise DomainError("nobody has answered the outcome and every covariate yet", status=409, path=("outcome",))
-    values = np.array([row[1:-1] for row in rows], dtype=int)
+    if len(rows) > most:
+        raise _too_large(f"more than {most:,}", _number_of_coefficients(covariates))
+    values = np.array([row[:-2] for row in rows], dtype=np.int64).reshape(len(rows), len(covariates))
     # a number question enters as itself; a question with options as one indicator per option but the
     # first, for the options someone in the sample chose
     columns: list[tuple[int, int | None]] = []
@@ -416,24 +498,47 @@ def regression(
             columns.append((j, None))
             names.append(q.key)
             continue
-        seen = set(values[:, j].tolist())
+        seen = set(np.unique(values[:, j]).tolist())
         for code_, label in enumerate(q.labels[1:], start=1):
             if code_ in seen:
                 columns.append((j, code_))
                 names.append(f"{q.key} = {label}")
             else:
                 dropped.append(f"{q.key} = {label}")
+    if len(rows) * (len(columns) + 1) > MAX_REGRESSION_CELLS:
+        raise _too_large(f"{len(rows):,}", len(columns) + 1)
     X = _design_matrix(values, columns)
-    reports = np.array([int(row[0] == code) for row in rows])
-    weights = np.array([row[-1] for row in rows], dtype=float)
+    total = np.array([row[-2] for row in rows], dtype=float)
+    yes = np.array([row[-1] for row in rows], dtype=float)
+    # each pattern twice: its respondents who reported the category, and the others
     try:
-        fit = rr_logistic(mechanism, X, reports, weights, category=code, names=names)
+        fit = rr_logistic(
+            mechanism,
+            np.vstack([X, X]),
+            np.concatenate([np.ones(len(rows)), np.zeros(len(rows))]),
+            np.concatenate([yes, total - yes]),
+            category=code,
+            names=names,
+        )
     except ValueError as e:
         raise DomainError(f"the model cannot be fitted: {e}", status=409, path=("covariates",)) from None
-    patterns: dict[tuple[int, ...], int] = defaultdict(int)
-    for v, row in zip(values, rows, strict=True):
-        patterns[tuple(v.tolist())] += row[-1]
-    order = sorted(patterns)
-    pattern_x = _design_matrix(np.array(order, dtype=int).reshape(len(order), len(covariates)), columns)
-    labels = [tuple(str(p[j]) if q.is_number else q.labels[p[j]] for j, q in enumerate(covariates)) for p in order]
-    return Regression(survey, outcome, code, covariates, fit, labels, [patterns[p] for p in order], pattern_x, dropped)
+    # the predictions, in the order of the codes: every pattern, or the MAX_PREDICTIONS with the most respondents
+    busiest = sorted(range(len(rows)), key=lambda i: (-total[i], tuple(values[i])))[:MAX_PREDICTIONS]
+    order = sorted(busiest, key=lambda i: tuple(values[i]))
+    shown = values[order]
+    labels_of = [None if q.is_number else q.labels for q in covariates]
+    labels = [
+        tuple(str(v) if names_ is None else names_[v] for v, names_ in zip(p.tolist(), labels_of, strict=True))
+        for p in shown
+    ]
+    return Regression(
+        survey,
+        outcome,
+        code,
+        covariates,
+        fit,
+        labels,
+        [int(total[i]) for i in order],
+        _design_matrix(shown, columns),
+        dropped,
+    )

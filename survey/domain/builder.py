@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import validation
-from .errors import Frozen
+from .errors import DomainError, Frozen
 from .models import Option, Question, Survey
-from .specs import parse_planning, question_from_spec, question_place, question_to_spec, survey_texts
+from .specs import MAX_QUESTIONS, parse_planning, question_from_spec, question_place, question_to_spec, survey_texts
 from .validation import TEXT_LIMITS
 
 #: Question fields that may still be corrected after a survey has been opened.
@@ -50,6 +50,14 @@ def _check_draft(survey: Survey) -> None:
 def add_question(survey: Survey, raw: dict[str, Any]) -> Question:
     """Append a question validated like one of an imported spec; a key ``qN`` is made up if none is given."""
     _check_draft(survey)
+    if len(survey.questions) >= MAX_QUESTIONS:
+        # the spec's limit: a survey built here is one an import would accept (and one whose pages,
+        # analyses and exports stay within the bounds docs/analysis.md states)
+        raise DomainError(
+            f"a survey has at most {MAX_QUESTIONS} questions: delete one before adding another, or split the survey",
+            status=409,
+            path=("questions",),
+        )
     keys = {q.key for q in survey.questions}
     raw = dict(raw)
     if not raw.get("key"):

@@ -32,7 +32,7 @@ from .base import begin_writing
 from .coding import parse_category
 from .errors import DomainError
 from .models import Question, Survey
-from .tallies import Counts, question_day_counts, question_mechanism, survey_counts
+from .tallies import Counts, question_day_counts, question_mechanism, questions_day_counts, survey_counts
 
 LEVEL = 0.95
 
@@ -155,17 +155,30 @@ class Timeline:
         }
 
 
-def cumulative_day_counts(session: Session, question: Question) -> tuple[list[dt.date], np.ndarray]:
-    """The question's reported counts up to and including each day someone answered (day tallies)."""
-    per_day = question_day_counts(session, question)
+def cumulative_day_counts(
+    session: Session, question: Question, per_day: dict[Any, np.ndarray] | None = None
+) -> tuple[list[dt.date], np.ndarray]:
+    """The question's reported counts up to and including each day someone answered (day tallies,
+    or ``per_day`` when they have been read already)."""
+    if per_day is None:
+        per_day = question_day_counts(session, question)
     if not per_day:
         return [], np.zeros((0, len(question.options)), dtype=np.int64)
     return list(per_day), np.cumsum(np.array(list(per_day.values())), axis=0)
 
 
-def timeline(session: Session, question: Question, category: int = 0) -> Timeline:
+def timelines(session: Session, questions: list[Question], category: int = 0) -> dict[int, Timeline]:
+    """:func:`timeline` of each of ``questions`` (by question id), their day tallies read in one query
+    (a page of results or the live API would otherwise send one per question)."""
+    days = questions_day_counts(session, questions)
+    return {q.id: timeline(session, q, category, days.get(q.id, {})) for q in questions}
+
+
+def timeline(
+    session: Session, question: Question, category: int = 0, per_day: dict[Any, np.ndarray] | None = None
+) -> Timeline:
     """The estimate of option ``category`` (stored code; the first option by default) after each day."""
-    days, counts = cumulative_day_counts(session, question)
+    days, counts = cumulative_day_counts(session, question, per_day)
     if not days:
         return Timeline(question, category, [], [], [], [], [])
     mechanism: Mechanism = question_mechanism(question)

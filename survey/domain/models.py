@@ -8,6 +8,8 @@ category code. The true answer to a randomized question never reaches the server
 from __future__ import annotations
 
 import datetime as dt
+import json
+import threading
 from typing import Any
 
 from sqlalchemy import (
@@ -434,14 +436,39 @@ class Design(Base):
         return design
 
     def mechanism(self) -> Mechanism:
-        return mechanism_from_dict(
-            {
-                "design": self.mechanism_name,
-                **self.parameters,
-                "labels": self.question.labels,
-                "matrix": self.matrix,
-            }
+        """The mechanism, rebuilt from the parameters and checked against the stored matrix once per
+        process: a 50-option design costs about a millisecond to rebuild and check, and a page of a
+        200-question survey needs every one (:data:`MECHANISMS_KEPT`)."""
+        labels = tuple(self.question.labels)
+        matrix = self.matrix
+        # the parameters make the matrix (the first build checks the whole stored matrix against them);
+        # its size and first and last rows are in the key as well
+        key = (
+            self.mechanism_name,
+            json.dumps(self.parameters, sort_keys=True),
+            labels,
+            len(matrix),
+            tuple(matrix[0]),
+            tuple(matrix[-1]),
         )
+        with _mechanisms_lock:
+            found = _mechanisms.get(key)
+        if found is None:
+            found = mechanism_from_dict(
+                {"design": self.mechanism_name, **self.parameters, "labels": list(labels), "matrix": matrix}
+            )
+            with _mechanisms_lock:
+                _mechanisms[key] = found
+                while len(_mechanisms) > MECHANISMS_KEPT:
+                    del _mechanisms[next(iter(_mechanisms))]
+        return found
+
+
+#: How many rebuilt mechanisms a process keeps (a 50-option one holds about 60 KB of matrices):
+#: enough for the largest survey's designs. A mechanism never changes once built.
+MECHANISMS_KEPT = 256
+_mechanisms: dict[tuple, Mechanism] = {}
+_mechanisms_lock = threading.Lock()
 
 
 class Submission(Base):

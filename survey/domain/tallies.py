@@ -155,6 +155,26 @@ def question_day_counts(session: Session, question: Question) -> dict[Any, np.nd
     return {day: per_day[day] for day in sorted(per_day)}
 
 
+def questions_day_counts(session: Session, questions: list[Question]) -> dict[int, dict[Any, np.ndarray]]:
+    """:func:`question_day_counts` of several questions at once (by question id), in one query."""
+    if not questions:
+        return {}
+    by_id = {q.id: q for q in questions}
+    rows = session.execute(
+        select(DayTally.question_id, DayTally.day, DayTally.value, func.sum(DayTally.count))
+        .where(DayTally.question_id.in_(list(by_id)))
+        .group_by(DayTally.question_id, DayTally.day, DayTally.value)
+    )
+    found: dict[int, dict[Any, np.ndarray]] = {}
+    for question_id, day, value, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        k = len(by_id[question_id].options)
+        if 0 <= value < k:
+            found.setdefault(question_id, {}).setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
+    return {q: {day: per_day[day] for day in sorted(per_day)} for q, per_day in found.items()}
+
+
 def recount_pairs(session: Session, survey: Survey) -> PairCounts:
     """What the pair tallies must equal: the GROUP BY over every pair of one submission's answers to
     two questions (lower id first) of which one is randomized and neither is a number question."""
@@ -338,12 +358,14 @@ def question_mechanism(question: Question) -> Mechanism:
     return mechanism
 
 
-def survey_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[QuestionResult]:
-    """Every option question's counts and estimate (number questions: :func:`number_results`);
-    ``counts`` defaults to the running tallies read now."""
+def survey_results(
+    session: Session, survey: Survey, counts: Counts | None = None, questions: list[Question] | None = None
+) -> list[QuestionResult]:
+    """Every option question's counts and estimate (number questions: :func:`number_results`), or
+    those of ``questions`` (a page of them); ``counts`` defaults to the running tallies read now."""
     by_question = (counts or survey_counts(session, survey)).by_question
     results = []
-    for q in survey.questions:
+    for q in survey.questions if questions is None else questions:
         if q.is_number:
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
@@ -352,10 +374,13 @@ def survey_results(session: Session, survey: Survey, counts: Counts | None = Non
     return results
 
 
-def number_results(session: Session, survey: Survey, counts: Counts | None = None) -> list[NumberSummary]:
-    """Every number question's summary, from the running tallies (``counts``, read now by default)."""
+def number_results(
+    session: Session, survey: Survey, counts: Counts | None = None, questions: list[Question] | None = None
+) -> list[NumberSummary]:
+    """Every number question's summary (or those among ``questions``), from the running tallies
+    (``counts``, read now by default)."""
     numbers = (counts or survey_counts(session, survey)).numbers
-    return [summarize(q, numbers[q.id]) for q in survey.questions if q.is_number]
+    return [summarize(q, numbers[q.id]) for q in (survey.questions if questions is None else questions) if q.is_number]
 
 
 def results_total_epsilon(results: list[QuestionResult]) -> float:

@@ -10,6 +10,7 @@ import math
 import re
 
 from survey.privacy import Mechanism, mechanism_posterior_bounds, posterior_bounds
+from survey.privacy.deniability import highest_posterior
 from survey.privacy.designs import DESIGNS
 
 
@@ -69,7 +70,7 @@ def _belief_bounds(mechanism: Mechanism, prior: float) -> tuple[str | None, floa
         if low_yes <= 1e-12:
             return "no", high_yes, low_yes
         return None, high_yes, low_yes
-    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    high = highest_posterior(mechanism, prior)
     return ("" if high >= 1.0 - 1e-12 else None), high, None
 
 
@@ -108,7 +109,7 @@ def deniability_line(mechanism: Mechanism, prior: float = 0.5) -> str:
     exposed, _, _ = _belief_bounds(mechanism, prior)
     if exposed is not None:
         return _warning(exposed)
-    high = max(mechanism_posterior_bounds(mechanism, prior, c)[1] for c in range(mechanism.k))
+    high = highest_posterior(mechanism, prior)
     return f"Someone {percent(prior)} sure of your answer could become {_at_most(high)} sure."
 
 

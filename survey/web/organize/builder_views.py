@@ -18,9 +18,10 @@ from flask_login import current_user, login_required
 
 from survey.domain import builder
 from survey.domain.access import survey_for
-from survey.domain.budget import survey_budget
+from survey.domain.budget import question_planning, survey_budget
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Question, Survey
+from survey.domain.outline import first_labels, option_counts, question_list
 from survey.domain.preview import count_text, error_json, points_text, preview, times_text
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.wording import epsilon_text
@@ -38,6 +39,8 @@ from .builder_forms import (
     set_by_designs,
 )
 
+#: How many options of each question the build page names (each question's page shows them all).
+OPTIONS_SHOWN = 12
 KIND_NAMES = {"yes_no": "Yes / no", "choice": "Choice", "direct": "Asked directly", "number": "Number, asked directly"}
 #: How the builder's templates write numbers (passed to them, not registered as app-wide filters).
 FORMATS = SimpleNamespace(eps=epsilon_text, points=points_text, count=count_text, times=times_text)
@@ -85,11 +88,17 @@ def _render_build(
     alert: str | None = None,
     status: int = 200,
 ):
+    questions = question_list(db.session, survey, designs=True)
+    counts = option_counts(db.session, survey)
     return (
         render_template(
             "organize/build.html",
             survey=survey,
-            budget=survey_budget(survey),
+            budget=survey_budget(db.session, survey, questions, counts),
+            questions=questions,
+            option_count=counts,
+            labels_shown=first_labels(db.session, survey, OPTIONS_SHOWN),
+            options_shown=OPTIONS_SHOWN,
             details_form=details_form or SurveyDetailsForm.for_survey(survey),
             planning_form=planning_form or PlanningForm.for_survey(survey),
             kind_names=KIND_NAMES,
@@ -288,6 +297,29 @@ def move_question(slug: str, key: str):
         lambda: builder.move_question(survey, question, offsets[form.direction.data]),
         done=lambda _: _to_build(survey, "Question moved."),
         refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+    )
+
+
+@bp.get("/api/surveys/<slug>/questions/<key>/planning", endpoint="question_planning")
+def question_planning_api(slug: str, key: str):
+    """One randomized question's planning figures, for a row of the budget panel the build page left
+    to be filled in (it computes only so many figures itself): one design's cost at most."""
+    if not current_user.is_authenticated:
+        return jsonify(error="Sign in to see the planning figures.", status=401), 401
+    survey = _editable(slug)
+    question = _question_or_404(survey, key)
+    try:
+        figures = question_planning(survey, question)
+    except DomainError as error:
+        return jsonify(error.to_json()), error.status
+    return jsonify(
+        key=question.key,
+        **figures,
+        text={
+            "margin": f"±{100 * figures['margin_of_error']:.1f} pts",
+            "needed": FORMATS.count(figures["respondents_needed"]),
+            "effect": FORMATS.times(figures["design_effect"]),
+        },
     )
 
 

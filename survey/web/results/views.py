@@ -24,19 +24,20 @@ from survey.domain.analysis import (
     compare,
     covariates_of,
     regression,
+    too_large_to_pair,
 )
+from survey.domain.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.coding import researcher_code, researcher_options, stored_code
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.labelled import labelled_file
-from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timeline
+from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
 from survey.domain.mixing import held_count
 from survey.domain.models import Question, Survey
 from survey.domain.rscript import r_script
 from survey.domain.tallies import (
     QuestionResult,
     number_results,
-    results_total_epsilon,
     submission_count,
     survey_counts,
     survey_results,
@@ -111,7 +112,8 @@ def index():
     archived = request.args.get("archived") == "1"
     if current_user.is_authenticated:
         surveys = visible_surveys(db.session, current_user, archived=archived)
-        rows = [SurveyRow(s, submission_count(db.session, s), epsilon_text(s.total_epsilon())) for s in surveys]
+        epsilons = survey_epsilons(db.session, surveys)
+        rows = [SurveyRow(s, submission_count(db.session, s), epsilon_text(epsilons[s.id])) for s in surveys]
     return render_template("results/index.html", rows=rows, archived=archived)
 
 
@@ -160,22 +162,67 @@ def _section(result: QuestionResult) -> QuestionSection:
     return section
 
 
+#: A results page shows the questions in order until their options (a number question counts as one)
+#: would pass this many, or this many questions: a survey of 200 questions of 50 options is 20 pages
+#: of 10, each a few hundred kilobytes, rather than one page of 34 MB that took 12 s to make
+#: (``benchmarks/worst_case.md``). Most surveys fit on one page.
+PAGE_OPTIONS = 500
+PAGE_QUESTIONS = 25
+#: A design matrix is shown as a table up to this many options (a 50 × 50 table is 2,500 numbers
+#: nobody reads on a page; the codebook has every matrix).
+MATRIX_SHOWN = 12
+
+
+def result_pages(survey: Survey) -> list[list[Question]]:
+    """The survey's questions cut into pages (see :data:`PAGE_OPTIONS`), in order; at least one page."""
+    pages: list[list[Question]] = [[]]
+    weight = 0
+    for q in survey.questions:
+        size = 1 if q.is_number else len(q.options)
+        if pages[-1] and (weight + size > PAGE_OPTIONS or len(pages[-1]) >= PAGE_QUESTIONS):
+            pages.append([])
+            weight = 0
+        pages[-1].append(q)
+        weight += size
+    return pages
+
+
+def _page_index(pages: list[list[Question]], asked: str | None) -> int:
+    """The page asked for (``?page=``, from 1), else the one holding the question a test is about."""
+    try:
+        return min(max(int(request.args.get("page", "")), 1), len(pages)) - 1
+    except ValueError:
+        pass
+    for i, page in enumerate(pages):
+        if any(q.key == asked for q in page):
+            return i
+    return 0
+
+
 @bp.get("/surveys/<slug>/results")
 @login_required
 def survey(slug: str):
-    """Per question: counts, consistent and unbiased estimates with 95% intervals, ε, a chart."""
+    """Per question: counts, consistent and unbiased estimates with 95% intervals, ε, a chart; a page
+    of questions at a time (:func:`result_pages`), with every question's live state above."""
     survey = _survey_or_404(slug)
     counts = survey_counts(db.session, survey)
-    results = survey_results(db.session, survey, counts)
+    pages = result_pages(survey)
+    asked = request.args.get("test")
+    index = _page_index(pages, asked)
+    shown = pages[index]
+    results = survey_results(db.session, survey, counts, shown)
     sections = [_section(r) for r in results]
     live = live_status(db.session, survey, counts)
     by_key = live.by_key()
-    asked = request.args.get("test")
+    answered = [
+        s.result.question for s in sections if by_key.get(s.result.question.key) and by_key[s.result.question.key].n > 0
+    ]
+    days = timelines(db.session, answered)
     for section in sections:
         q = section.result.question
         section.live = by_key.get(q.key)
-        if section.live is not None and section.live.n > 0:
-            section.timeline = timeline_chart(timeline(db.session, q).to_dict(), q.text)
+        if q.id in days:
+            section.timeline = timeline_chart(days[q.id].to_dict(), q.text)
         if asked == q.key:
             section.test = _page_test(survey, q)
     return render_template(
@@ -187,13 +234,17 @@ def survey(slug: str):
         submissions=counts.submissions,
         held=held_count(db.session, survey.id) if survey.access == "invitation" else 0,
         batch=current_app.config["ANONYMITY_BATCH"],
-        total_epsilon=epsilon_text(results_total_epsilon(results)),
+        total_epsilon=epsilon_text(stored_total_epsilon(survey)),
         sections=sections,
-        numbers=number_results(db.session, survey, counts),
+        numbers=number_results(db.session, survey, counts, shown),
         level=LEVEL,
         kind_names=KIND_NAMES,
         interval_names=INTERVAL_NAMES,
         floor_level=1 - FLOOR_FACTOR * (1 - LEVEL),
+        pages=pages,
+        page=index + 1,
+        page_of={q.key: i + 1 for i, page in enumerate(pages) for q in page},
+        matrix_shown=MATRIX_SHOWN,
     )
 
 
@@ -300,9 +351,10 @@ def live_api(slug: str):
     survey = _survey_or_404(slug)
     status = live_status(db.session, survey)
     document = status.to_dict()
+    days = timelines(db.session, [q.question for q in status.questions])
     for item, q in zip(document["questions"], status.questions, strict=True):
         item["intervals"] = _researcher_live(q)
-        item["timeline"] = timeline(db.session, q.question).to_dict()
+        item["timeline"] = days[q.question.id].to_dict()
     return jsonify(document)
 
 
@@ -343,7 +395,7 @@ def anytime_api(slug: str):
 def _comparison_choice(survey: Survey) -> tuple[str | None, str, str | None]:
     """``question``, ``by`` and ``category`` from the query string; what is not given starts from
     the first randomized question, by the first question asked directly (or by week)."""
-    randomized, direct = comparable(survey)
+    randomized, direct = comparable(db.session, survey)
     question = request.args.get("question") or (randomized[0].key if randomized else None)
     by = request.args.get("by") or (direct[0].key if direct else WEEK)
     return question, by, request.args.get("category")
@@ -373,7 +425,7 @@ def _group_chart(comparison: Comparison) -> Chart:
 def compare_page(slug: str):
     """One sensitive question by a direct question, by week, or against another sensitive question."""
     survey = _survey_or_404(slug)
-    randomized, direct = comparable(survey)
+    randomized, direct = comparable(db.session, survey)
     question, by, category = _comparison_choice(survey)
     chosen = next((q for q in randomized if q.key == question), None)
     if chosen is not None and category not in [str(o["code"]) for o in researcher_options(chosen)]:
@@ -392,6 +444,7 @@ def compare_page(slug: str):
             survey=survey,
             randomized=randomized,
             others=[q for q in randomized if q.key != question],
+            too_large=set() if chosen is None else too_large_to_pair(db.session, survey, chosen),
             direct=direct,
             question=chosen,
             by=by,
@@ -448,8 +501,8 @@ def compare_api(slug: str):
 def _regression_choice(survey: Survey) -> tuple[str | None, list[str]]:
     """``outcome`` and ``covariates`` from the query string; without an outcome, the first
     randomized question on every question asked directly."""
-    randomized, _ = comparable(survey)
-    direct = covariates_of(survey)
+    randomized, _ = comparable(db.session, survey)
+    direct = covariates_of(db.session, survey)
     if "outcome" not in request.args:
         return (randomized[0].key if randomized else None), [q.key for q in direct][:MAX_COVARIATES]
     return request.args.get("outcome"), request.args.getlist("covariates")
@@ -464,8 +517,8 @@ def _regression(survey: Survey) -> Regression:
 def regression_page(slug: str):
     """What predicts a sensitive answer: a logistic regression on questions asked directly."""
     survey = _survey_or_404(slug)
-    randomized, _ = comparable(survey)
-    direct = covariates_of(survey)
+    randomized, _ = comparable(db.session, survey)
+    direct = covariates_of(db.session, survey)
     outcome, chosen = _regression_choice(survey)
     result: Regression | None = None
     error: DomainError | None = None
