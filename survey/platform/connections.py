@@ -87,8 +87,8 @@ def _has_input(dbapi_connection: Any) -> bool:
 
 def check_connections_before_use(engine: Engine, idle_seconds: float = IDLE_PING_SECONDS) -> None:
     """Hand out only connections that work: ping one that has input waiting or sat idle for more
-    than ``idle_seconds``, and replace it when the ping fails. Every checkout that works also tells
-    :data:`outage` that the database is back."""
+    than ``idle_seconds`` (or any, during an outage), and replace it when the ping fails. Every
+    checkout that works also tells :data:`outage` that the database is back."""
     dialect = engine.dialect
 
     @event.listens_for(engine, "checkin")
@@ -98,7 +98,13 @@ def check_connections_before_use(engine: Engine, idle_seconds: float = IDLE_PING
     @event.listens_for(engine, "checkout")
     def check(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         checked_in = record.info.get("checked_in")
-        if checked_in is not None and (time.monotonic() - checked_in >= idle_seconds or _has_input(dbapi_connection)):
+        # During an outage a pooled connection is pinged before it may say the database is back: a
+        # connection that merely has not noticed yet would end the outage in the log, and the next
+        # failure would start a second one (a brand-new connection has just reached the database).
+        stale = checked_in is not None and (
+            outage.since is not None or time.monotonic() - checked_in >= idle_seconds or _has_input(dbapi_connection)
+        )
+        if stale:
             try:
                 dialect.do_ping(dbapi_connection)
             except dialect.loaded_dbapi.Error as error:

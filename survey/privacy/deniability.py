@@ -89,9 +89,12 @@ def highest_posterior(mechanism: Mechanism, prior: float = 0.5) -> float:
     smallest probability among the *other* true answers: the smallest of the row, or its second
     smallest where the category itself holds the smallest.
 
+    With a prior of 1/2 between an option and the alternative that moves it most, GRR's bound is
+    e^ε / (e^ε + 1) whatever the number of options::
+
         >>> from survey.privacy import GeneralizedRR
         >>> round(highest_posterior(GeneralizedRR(3, epsilon=1.0)), 4)
-        0.5761
+        0.7311
     """
     prior = _check_prior(prior)
     if prior in (0.0, 1.0):
