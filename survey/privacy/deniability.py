@@ -1,8 +1,8 @@
 """What ε means to one respondent: how far an observer's suspicion can move after seeing a report.
 
 Pages translate ε into "someone who was 50% sure you answered yes can become at most 75% sure"
-(STATISTICS.md §4, the bound of the seed "DP in (a bit) more detail"); organizers pick a privacy
-level from that sentence, not from the number.
+(docs/statistics.md §3: Bayes' rule with every report's likelihood ratio at most e^ε); organizers
+pick a privacy level from that sentence, not from the number.
 """
 
 from __future__ import annotations

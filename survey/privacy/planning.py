@@ -9,7 +9,7 @@ need, so every figure here is computed from the mechanism's matrix at an expecte
 * :func:`sample_size` is the smallest number of respondents whose expected half-width is at most a
   target margin;
 * :func:`design_effect` and :func:`per_respondent_variance` are ratios and variances of the
-  unbiased estimate (STATISTICS.md §7), the large-sample view of the same cost.
+  unbiased estimate (docs/statistics.md §6), the large-sample view of the same cost.
 """
 
 from __future__ import annotations
