@@ -97,6 +97,7 @@ test: lint chromium r node_modules/.installed
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md
+	$(BIN)/python benchmarks/coverage_exact.py --before --markdown benchmarks/coverage_exact.md
 	$(BIN)/python benchmarks/analysis.py --markdown benchmarks/analysis.md
 	$(BIN)/python benchmarks/live.py --markdown benchmarks/live.md
 	$(BIN)/python benchmarks/worst_case.py --markdown benchmarks/worst_case.md
