@@ -136,6 +136,11 @@ class Kind:
         return self.options != NONE
 
     @property
+    def listed(self) -> bool:
+        """Whether the organizer lists its options (else the kind fixes them, or it has none)."""
+        return self.options == LISTED
+
+    @property
     def ranged(self) -> bool:
         """Whether it is answered by a whole number in a range (its ``minimum`` and ``maximum``)."""
         return self.answer == NUMBER
@@ -163,6 +168,13 @@ class Kind:
     def researcher_code(self, stored: int) -> int:
         """The code a researcher sees for the stored code ``stored`` (its own inverse)."""
         return 1 - stored if self.reversed_codes else stored
+
+    def neutral_labels(self, k: int) -> list[str]:
+        """Labels to build a design with when the options do not matter (the builder's preview, the
+        planning figures): its own where the kind fixes them, else "option 1" .. "option k"."""
+        if self.options == FIXED:
+            return list(self.labels)
+        return [f"option {i + 1}" for i in range(k)]
 
     def option_count(self, listed: int) -> int:
         """How many options a question of this kind has when the organizer listed ``listed``."""

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from survey.domain.kinds import Kind
 from survey.domain.models import Question, Survey
 from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
 from survey.privacy import Mechanism
@@ -64,17 +65,32 @@ class QuestionView:
         return json.dumps(self.mechanism.matrix.T.tolist())
 
     @property
+    def kind(self) -> Kind:
+        return self.question.kind_entry
+
+    @property
+    def template(self) -> str:
+        """The macro of templates/respond/_answers.html that draws its answer (its kind's)."""
+        return self.kind.template
+
+    @property
+    def number(self) -> bool:
+        """Whether its answer is a number typed (the browser then checks the range before sending)."""
+        return self.kind.ranged
+
+    @property
     def options(self) -> list[tuple[int, str]]:
         return [(o.code, o.label) for o in self.question.options]
 
     @property
     def layout(self) -> str:
         """How the answers are laid out, each one still a full-row tap target of at least 44 px:
-        "row" puts yes and no side by side; "columns" flows three to six short options down two
-        columns (in reading order, so a scale still reads from top to bottom); "" is one per row."""
+        a kind's own layout first ("row" puts yes and no side by side); "columns" flows three to six
+        short options down two columns (in reading order, so a scale still reads from top to bottom);
+        "" is one per row."""
         labels = [o.label for o in self.question.options]
-        if self.question.kind == "yes_no":
-            return "row"
+        if self.kind.layout:
+            return self.kind.layout
         if 3 <= len(labels) <= COLUMN_OPTIONS and max(map(len, labels)) <= COLUMN_LABEL:
             return "columns"
         return ""
