@@ -20,7 +20,7 @@ from survey.domain import builder
 from survey.domain.access import survey_for
 from survey.domain.budget import question_planning, survey_budget
 from survey.domain.errors import DomainError, Frozen
-from survey.domain.kinds import LISTED, REGISTRY
+from survey.domain.kinds import LISTED, REGISTRY, builder_blocks, builder_kinds
 from survey.domain.kinds import NAMES as KIND_NAMES
 from survey.domain.models import Question, Survey
 from survey.domain.outline import first_labels, option_counts, question_list
@@ -190,6 +190,8 @@ def _render_question(
             frozen=not survey.is_draft,
             total_epsilon=epsilon_text(total),
             designs_by_kind=kinds_served(),
+            builder_kinds=builder_kinds(),
+            show_for=builder_blocks(),
             set_by_designs=set_by_designs(),
             input_attributes=input_attributes,
             alert=alert,

@@ -1,8 +1,10 @@
 """What the respondent's page shows and carries for each question.
 
-A randomized question carries its matrix's columns (``columns[t]`` is the distribution of the
-report when the true answer is ``t``); the browser samples from exactly these numbers and holds no
-formula of its own, so the page can never disagree with the server about ε.
+A randomized question carries what its mechanism says the browser samples from (its ``sampler()``,
+the general mechanism interface of :mod:`survey.privacy.interface`): for a matrix, its columns
+(``columns[t]`` is the distribution of the report when the true answer is ``t``). The browser samples
+from exactly these numbers and holds no formula of its own, so the page can never disagree with the
+server about ε; nothing here assumes the mechanism is a matrix.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from survey.domain.kinds import Kind
 from survey.domain.models import Question, Survey
 from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
-from survey.privacy import Mechanism
+from survey.privacy import Mechanism, Randomizer
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
 #: secret this browser keeps, so the same browser sending the same answer again repeats its report.
@@ -60,9 +62,10 @@ class QuestionView:
         return deniability_line(self.mechanism) if self.mechanism else ""
 
     @property
-    def columns_json(self) -> str:
+    def sampler_attributes(self) -> dict[str, str]:
+        """The fieldset's ``data-`` attributes that tell the browser how to draw the report."""
         assert self.mechanism is not None
-        return json.dumps(self.mechanism.matrix.T.tolist())
+        return sampler_attributes(self.mechanism)
 
     @property
     def kind(self) -> Kind:
@@ -133,6 +136,20 @@ class SurveyPage:
     def number(self, view: QuestionView) -> int:
         """The question's number as the page shows it (from 1)."""
         return self.questions.index(view) + 1
+
+
+def sampler_attributes(mechanism: Randomizer) -> dict[str, str]:
+    """A mechanism's ``sampler()`` as ``data-`` attributes: ``sampler`` names how the browser draws
+    (respond.js refuses one it does not know), each other entry is JSON (for a matrix: ``columns``).
+
+    >>> from survey.privacy import Warner
+    >>> sampler_attributes(Warner(0.75))
+    {'sampler': 'columns', 'columns': '[[0.75, 0.25], [0.25, 0.75]]'}
+    """
+    sampler = mechanism.sampler()
+    return {"sampler": str(sampler["sampler"])} | {
+        name: json.dumps(value) for name, value in sampler.items() if name != "sampler"
+    }
 
 
 def survey_page(survey: Survey) -> SurveyPage:
