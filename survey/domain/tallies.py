@@ -19,9 +19,10 @@ import numpy as np
 from sqlalchemy import and_, delete, func, literal, or_, select, text, union_all
 from sqlalchemy.orm import Session, aliased
 
-from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
+from survey.privacy import Estimate, Mechanism, total_epsilon
 
 from .base import begin_writing
+from .kinds import NUMBERS, SHARES
 from .models import (
     DIRECT_KINDS,
     Answer,
@@ -366,11 +367,12 @@ def survey_results(
     by_question = (counts or survey_counts(session, survey)).by_question
     results = []
     for q in survey.questions if questions is None else questions:
-        if q.is_number:
+        if q.kind_entry.result != SHARES:
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
-        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
+        # the mechanism's estimator hook (survey.privacy.interface): for a matrix, Q⁻¹ and its intervals
+        results.append(QuestionResult(q, mech, c, mech.estimate(c) if c.sum() > 0 else None))
     return results
 
 
@@ -380,7 +382,8 @@ def number_results(
     """Every number question's summary (or those among ``questions``), from the running tallies
     (``counts``, read now by default)."""
     numbers = (counts or survey_counts(session, survey)).numbers
-    return [summarize(q, numbers[q.id]) for q in (survey.questions if questions is None else questions) if q.is_number]
+    chosen = survey.questions if questions is None else questions
+    return [summarize(q, numbers[q.id]) for q in chosen if q.kind_entry.result == NUMBERS]
 
 
 def results_total_epsilon(results: list[QuestionResult]) -> float:

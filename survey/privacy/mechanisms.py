@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .interface import Codes
+
+if TYPE_CHECKING:
+    from .estimation import Estimate
 
 __all__ = [
     "CoinFlip",
@@ -269,7 +272,7 @@ class Mechanism:
         the true answer is ``t`` (a column of the matrix). The browser holds no formula of its own."""
         return {"sampler": "columns", "columns": self._matrix.T.tolist()}
 
-    def estimate(self, counts: Any) -> Any:
+    def estimate(self, counts: Any) -> Estimate:
         """The estimator hook: :func:`~.estimation.estimate` of the reported ``counts`` (one per code)."""
         from .estimation import estimate  # estimation builds on this module
 
