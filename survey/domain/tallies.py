@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import and_, delete, func, literal, or_, select, text, union_all
 from sqlalchemy.orm import Session, aliased
 
-from survey.privacy import Estimate, Mechanism, total_epsilon
+from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
 from .base import begin_writing
 from .kinds import NUMBERS, SHARES
@@ -371,8 +371,7 @@ def survey_results(
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
-        # the mechanism's estimator hook (survey.privacy.interface): for a matrix, Q⁻¹ and its intervals
-        results.append(QuestionResult(q, mech, c, mech.estimate(c) if c.sum() > 0 else None))
+        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
     return results
 
 
