@@ -22,13 +22,14 @@ code outside this module compares a kind's name.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import DomainError
 
 __all__ = [
+    "ANSWERS",
     "CODE",
     "DIRECT_KINDS",
     "FIXED",
@@ -46,6 +47,8 @@ __all__ = [
     "Kind",
     "builder_blocks",
     "builder_kinds",
+    "check_code",
+    "check_number",
     "find_kind",
     "kind_of",
     "kinds_where",
@@ -100,7 +103,14 @@ def check_number(value: Any, key: str, low: int, high: int) -> int:
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of question: what it is called, what its answer is, and where it goes."""
+    """One kind of question: what it is called, what its answer is, and where it goes.
+
+    The exports follow from these fields rather than from the kind's name: a kind whose ``result``
+    is :data:`SHARES` has one row per option in the estimates CSV, its options (in researcher codes)
+    and design in the codebook, value labels (nominal) in the .sav/.dta files and a matrix in the
+    R script; one whose result is :data:`NUMBERS` has one row (its mean), its range in the codebook,
+    no value labels (scale) and ``number = TRUE`` in the R script.
+    """
 
     id: str
     #: Its name wherever a person reads it (the build page, the results page).
@@ -256,7 +266,7 @@ def find_kind(kind: Any) -> Kind | None:
 NAMES: dict[str, str] = {k.id: k.name for k in KIND_LIST}
 
 
-def kinds_where(test: Any, kinds: Iterable[Kind] = KIND_LIST) -> list[str]:
+def kinds_where(test: Callable[[Kind], bool], kinds: Iterable[Kind] = KIND_LIST) -> list[str]:
     """The ids of the kinds for which ``test(kind)`` holds, in registry order."""
     return [k.id for k in kinds if test(k)]
 
