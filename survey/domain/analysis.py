@@ -228,9 +228,9 @@ def compare(
         other = _question(session, survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("choose a different question to compare with", path=("by",))
-        if other.is_number:
+        if not other.kind_entry.paired:  # no pair tallies: a number makes a group of each value
             raise DomainError(
-                f"{other.key!r} is a number question: it makes too many groups to compare; use it as a "
+                f"{other.key!r} is a {other.kind} question: it makes too many groups to compare; use it as a "
                 "covariate in a regression, where it enters as a number",
                 path=("by",),
             )
@@ -303,7 +303,7 @@ def comparable(session: Session, survey: Survey) -> tuple[list[Question], list[Q
     options: a number question has too many values to make groups of), in survey order."""
     questions = question_list(session, survey)
     randomized = [q for q in questions if q.is_randomized]
-    direct = [q for q in questions if not q.is_randomized and not q.is_number]
+    direct = [q for q in questions if not q.is_randomized and q.kind_entry.paired]
     return randomized, direct
 
 

@@ -159,7 +159,7 @@ def _planning_mechanism(question: Question, k: int) -> Mechanism:
     what its planning figures depend on, without reading its options."""
     design = question.design
     assert design is not None
-    labels = ["yes", "no"] if question.kind == "yes_no" else [f"option {i + 1}" for i in range(k)]
+    labels = question.kind_entry.neutral_labels(k)
     return DESIGNS[design.mechanism_name].mechanism({"design": design.mechanism_name, **design.parameters}, labels)
 
 

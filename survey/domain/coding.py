@@ -18,13 +18,10 @@ from .errors import DomainError
 from .models import Question
 
 
-def _recoded(question: Question) -> bool:
-    return question.kind == "yes_no"
-
-
 def researcher_code(question: Question, stored: int) -> int:
-    """The code a researcher sees for the stored ``stored``."""
-    return 1 - stored if _recoded(question) else stored
+    """The code a researcher sees for the stored ``stored`` (its kind says whether they differ:
+    :attr:`survey.domain.kinds.Kind.reversed_codes`)."""
+    return question.kind_entry.researcher_code(stored)
 
 
 def stored_code(question: Question, code: int) -> int:

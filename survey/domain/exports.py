@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from .coding import researcher_code, researcher_matrix, researcher_options, stored_order
 from .csvfile import ColumnType, CsvTable
+from .kinds import NUMBERS, kind_of
 from .models import Answer, Question, Submission, Survey
 from .tallies import number_results, results_total_epsilon, survey_counts, survey_results
 from .variable_names import NAME_LIMIT, variable_names
@@ -206,7 +207,7 @@ def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterat
     """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents (a number
     question: one row, its mean)."""
     for q in questions:
-        if q["kind"] == "number":
+        if kind_of(q["kind"]).result == NUMBERS:
             yield _number_row(survey, q)
             continue
         design = q["design"]["design"] if q["design"] is not None else ""
@@ -296,7 +297,7 @@ def microdata_rows(
     respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
     """
     position = {q.id: i for i, q in enumerate(survey.questions)}
-    recode = {q.id: q for q in survey.questions if q.kind == "yes_no"}
+    recode = {q.id: q for q in survey.questions if q.kind_entry.reversed_codes}
     statement = (
         select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
         .join(Submission, Submission.id == Answer.submission_id)
@@ -389,8 +390,7 @@ def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, A
             )
             continue
         what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
-        if q.kind == "yes_no":
-            what += " (1 = yes, 0 = no)"
+        what += q.kind_entry.coding_note
         columns.append(
             {
                 "name": names[q.key],

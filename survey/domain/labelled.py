@@ -75,7 +75,7 @@ def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
     for q in survey.questions:
         randomized = " [randomized report]" if q.is_randomized else ""
         column_labels[names[q.key]] = f"{q.text}{randomized}"
-        if q.kind != "number":
+        if q.kind_entry.has_options:
             value_labels[names[q.key]] = {o["code"]: o["label"] for o in researcher_options(q)}
     return column_labels, value_labels
 

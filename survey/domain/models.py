@@ -35,12 +35,14 @@ from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
 
 from . import passwords
 from .base import Base
+
+# the registry's lists of kinds, still imported from here by older callers
+from .kinds import DIRECT_KINDS as DIRECT_KINDS
+from .kinds import KINDS as KINDS
+from .kinds import Kind, kind_of
 from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
 from .usernames import username_digest
 
-KINDS = ("yes_no", "choice", "direct", "number")
-#: Kinds asked plainly (not randomized, not protected): a choice of options, or a whole number.
-DIRECT_KINDS = ("direct", "number")
 STATUSES = ("draft", "open", "closed", "archived")
 #: The states a spec may ask for (a survey is archived by its owner, never created so).
 SPEC_STATUSES = ("draft", "open", "closed")
@@ -365,13 +367,19 @@ class Question(Base):
     )
 
     @property
+    def kind_entry(self) -> Kind:
+        """Its kind's entry in the registry (:mod:`survey.domain.kinds`): what the rest of the app asks
+        of a question's kind, instead of comparing its name."""
+        return kind_of(self.kind)
+
+    @property
     def is_randomized(self) -> bool:
-        return self.kind not in DIRECT_KINDS
+        return self.kind_entry.randomized
 
     @property
     def is_number(self) -> bool:
         """A whole number in a range (asked directly): its answer's value is the number itself."""
-        return self.kind == "number"
+        return self.kind_entry.ranged
 
     @property
     def labels(self) -> list[str]:

@@ -33,6 +33,7 @@ from survey.privacy.mechanisms import ParameterError
 from . import validation
 from .budget import planning_figures
 from .errors import DomainError, Path
+from .kinds import FIXED, LISTED, find_kind, kind_of
 from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN, MAX_RESPONDENTS, TARGET_MARGIN_RULE, target_margin_ok
 from .specs import MAX_OPTIONS, design_mechanism
 from .validation import Place
@@ -50,7 +51,7 @@ OWN_INPUTS: dict[Path, str] = {("privacy", "design"): "design", ("kind",): "kind
 
 def default_kind(design: Design) -> str:
     """The kind a preview assumes when none is given: a choice where the design serves one."""
-    return "choice" if "choice" in design.kinds else design.kinds[0]
+    return next((kind for kind in design.kinds if kind_of(kind).options == LISTED), design.kinds[0])
 
 
 def input_for(path: Path, design: Design | None, set_by: str = EPSILON.name) -> str | None:
@@ -74,10 +75,9 @@ def input_for(path: Path, design: Design | None, set_by: str = EPSILON.name) -> 
 
 
 def labels_for(kind: str, k: int) -> list[str]:
-    """Labels to build a preview mechanism with: yes/no, or neutral option names."""
-    if kind == "yes_no":
-        return ["yes", "no"]
-    return [f"option {i + 1}" for i in range(k)]
+    """Labels to build a preview mechanism with: the kind's own (yes/no), or neutral option names."""
+    entry = find_kind(kind)
+    return entry.neutral_labels(k) if entry is not None else [f"option {i + 1}" for i in range(k)]
 
 
 def _values(typed: Any, k: int, place: Place, *field: str, name: str, what: str) -> list[float]:
@@ -229,9 +229,10 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
     kind = str(params.get("kind") or default_kind(design))
     if kind not in KINDS or kind not in design.kinds:
         raise HERE.error(f"a {kind} question cannot use the design {design.id!r}", "privacy", "design")
+    entry = kind_of(kind)
     k = (
-        2
-        if kind == "yes_no"
+        len(entry.labels)
+        if entry.options == FIXED
         else _whole(params.get("k"), 2, HERE, "options", low=0, high=MAX_OPTIONS, what="the number of options")
     )
     if k < 2:

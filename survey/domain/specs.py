@@ -28,7 +28,8 @@ from survey.privacy.mechanisms import ParameterError
 
 from . import validation
 from .errors import DomainError
-from .models import ACCESS_MODES, KINDS, SPEC_STATUSES, Design, Option, Question, Survey, User
+from .kinds import FIXED, KINDS, LISTED, Kind, kind_of
+from .models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
 from .planning import (
     EPSILON_CAP_RULE,
     MAX_RESPONDENTS,
@@ -73,7 +74,7 @@ NUMBER_LIMIT = 1_000_000_000
 RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
 MAX_OPTIONS = 50
-YES_NO_LABELS = ["yes", "no"]
+YES_NO_LABELS = list(kind_of("yes_no").labels)
 SURVEY = Place((), "survey")
 #: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
 ALONE = Place()
@@ -177,6 +178,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     kind = raw.get("kind")
     if kind not in KINDS:
         raise place.error(f"must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
+    entry = kind_of(kind)
     text = validation.text(raw.get("text"), place, "text", limit=TEXT_LIMITS["text"])
     help_text = validation.text(
         raw.get("help_text"), place, "help_text", limit=TEXT_LIMITS["help_text"], required=False
@@ -185,16 +187,18 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     if not isinstance(required, bool):
         raise place.error("must be true or false", "required")
 
-    if kind == "number":
-        return _number_question(raw, place, index, key, text, help_text, required)
+    if entry.ranged:
+        return _ranged_question(raw, place, index, entry, key, text, help_text, required)
     for field in ("minimum", "maximum"):
         if field in raw:
             raise place.error("only a number question has a range", field)
     options = raw.get("options")
-    if kind == "yes_no":
-        if options is not None and options != YES_NO_LABELS:
-            raise place.error("a yes_no question has the options yes and no; leave it out", "options")
-        labels = list(YES_NO_LABELS)
+    if entry.options == FIXED:
+        if options is not None and options != list(entry.labels):
+            raise place.error(
+                f"a {kind} question has the options {' and '.join(entry.labels)}; leave it out", "options"
+            )
+        labels = list(entry.labels)
     else:
         if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
             raise place.error(f"a {kind} question needs a list of 2 to {MAX_OPTIONS} options", "options")
@@ -211,9 +215,9 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         required=required,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
-    if kind == "direct":
+    if not entry.randomized:
         if raw.get("privacy") is not None:
-            raise place.error("a direct question is asked plainly and has no privacy settings", "privacy")
+            raise place.error(f"a {kind} question is asked plainly and has no privacy settings", "privacy")
     else:
         privacy = raw.get("privacy")
         question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
@@ -232,10 +236,11 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     return question
 
 
-def _number_question(
-    raw: Mapping[str, Any], place: Place, index: int, key: str, text: str, help_text: str, required: bool
+def _ranged_question(
+    raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
-    """A number question: a whole number from ``minimum`` to ``maximum``, asked directly."""
+    """A question answered by a whole number from ``minimum`` to ``maximum`` (a number question),
+    asked directly."""
     for field in ("options", "privacy", "simulated_truth"):
         if raw.get(field) is not None:
             why = {
@@ -255,7 +260,7 @@ def _number_question(
     return Question(
         position=index,
         key=key,
-        kind="number",
+        kind=kind.id,
         text=text,
         help_text=help_text,
         required=required,
@@ -363,9 +368,10 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     if question.help_text:
         item["help_text"] = question.help_text
     item["required"] = question.required
-    if question.is_number:
+    entry = question.kind_entry
+    if entry.ranged:
         item["minimum"], item["maximum"] = question.minimum, question.maximum
-    elif question.kind != "yes_no":
+    elif entry.options == LISTED:
         item["options"] = question.labels
     if question.design is not None:
         # as the organizer set it: by ε where they gave ε, otherwise by the design's parameters

@@ -20,7 +20,6 @@ import functools
 import json
 import logging
 import random
-import re
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,42 +30,13 @@ from sqlalchemy.orm import Session, scoped_session
 from .base import begin_writing
 from .errors import Conflict, DomainError, Forbidden
 from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize, well_formed
+from .kinds import ANSWERS, kind_of
 from .live import close_if_precise
 from .mixing import BATCH, hold, kinds_of, release
-from .models import DIRECT_KINDS, TALLY_SHARDS, Option, Question, Survey, accepting_on, today
+from .models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
 from .receipts import key_hash, purge_old_receipts, received
 
 log = logging.getLogger(__name__)
-
-ANSWERS = ("answers",)
-
-
-def _code(value: Any, key: str, k: int) -> int:
-    where = (*ANSWERS, key)
-    if isinstance(value, bool):
-        raise DomainError(f"question {key!r}: the answer must be an option code, not {value!r}", path=where)
-    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
-        value = int(value.strip())
-    if not isinstance(value, int):
-        raise DomainError(
-            f"question {key!r}: the answer must be an option code 0 to {k - 1}, got {value!r}", path=where
-        )
-    if not 0 <= value < k:
-        raise DomainError(f"question {key!r}: {value} is not one of its option codes 0 to {k - 1}", path=where)
-    return value
-
-
-def _number(value: Any, key: str, low: int, high: int) -> int:
-    """A number question's answer: a whole number from ``low`` to ``high`` (typed digits accepted)."""
-    where = (*ANSWERS, key)
-    rule = f"a whole number from {low:,} to {high:,}"
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value.strip()):
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value!r}", path=where)
-    if not low <= value <= high:
-        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value:,}", path=where)
-    return value
 
 
 @dataclass(frozen=True)
@@ -84,18 +54,17 @@ class Field:
 
     @property
     def randomized(self) -> bool:
-        return self.kind not in DIRECT_KINDS
+        return kind_of(self.kind).randomized
 
     @property
     def paired(self) -> bool:
-        """Whether its answers enter the pair tallies (every question but a number question)."""
-        return self.kind != "number"
+        """Whether its answers enter the pair tallies (as its kind says: survey.domain.kinds)."""
+        return kind_of(self.kind).paired
 
     def check(self, value: Any) -> int:
-        """The value to store for the answer ``value``, or a DomainError saying what is wrong."""
-        if self.minimum is not None and self.maximum is not None:
-            return _number(value, self.key, self.minimum, self.maximum)
-        return _code(value, self.key, self.options)
+        """The value to store for the answer ``value``, or a DomainError saying what is wrong: its
+        kind checks it (survey.domain.kinds)."""
+        return kind_of(self.kind).check(value, self.key, k=self.options, low=self.minimum, high=self.maximum)
 
 
 @dataclass(frozen=True)

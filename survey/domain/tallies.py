@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, aliased
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
 from .base import begin_writing
+from .kinds import NUMBERS, SHARES
 from .models import (
     DIRECT_KINDS,
     Answer,
@@ -366,7 +367,7 @@ def survey_results(
     by_question = (counts or survey_counts(session, survey)).by_question
     results = []
     for q in survey.questions if questions is None else questions:
-        if q.is_number:
+        if q.kind_entry.result != SHARES:
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
@@ -380,7 +381,8 @@ def number_results(
     """Every number question's summary (or those among ``questions``), from the running tallies
     (``counts``, read now by default)."""
     numbers = (counts or survey_counts(session, survey)).numbers
-    return [summarize(q, numbers[q.id]) for q in (survey.questions if questions is None else questions) if q.is_number]
+    chosen = survey.questions if questions is None else questions
+    return [summarize(q, numbers[q.id]) for q in chosen if q.kind_entry.result == NUMBERS]
 
 
 def results_total_epsilon(results: list[QuestionResult]) -> float:

@@ -37,6 +37,7 @@ from .estimation import (
     simplex_mle,
     wilson_interval,
 )
+from .interface import BoundedNumbers, Codes, Randomizer, ReportDomain
 from .mechanisms import (
     CoinFlip,
     ForcedResponse,
@@ -68,7 +69,9 @@ __all__ = [
     "METHODS",
     "AnytimeTest",
     "Association",
+    "BoundedNumbers",
     "Breakdown",
+    "Codes",
     "CoinFlip",
     "ConfidenceSequence",
     "Estimate",
@@ -79,6 +82,8 @@ __all__ = [
     "Mechanism",
     "MixturePrior",
     "RRLogisticResult",
+    "Randomizer",
+    "ReportDomain",
     "UnrelatedQuestion",
     "Warner",
     "anytime_test",

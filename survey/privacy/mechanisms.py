@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .interface import Codes
+
+if TYPE_CHECKING:
+    from .estimation import Estimate
 
 __all__ = [
     "CoinFlip",
@@ -118,7 +123,9 @@ def epsilon_of_matrix(matrix: np.ndarray) -> float:
 
 
 class Mechanism:
-    """A randomized-response design given by its channel matrix.
+    """A randomized-response design given by its channel matrix: the one implementation, today, of
+    the general mechanism interface (:class:`~.interface.Randomizer`: ``epsilon``, ``reports``,
+    ``sampler()``, ``estimate()``), which is all the respondent's page and browser ask of it.
 
     ``matrix[r, t]`` is the probability that a respondent whose true answer is category ``t``
     reports category ``r``; every column sums to 1. The reported and the true answers share the
@@ -252,6 +259,24 @@ class Mechanism:
     def parameters(self) -> dict[str, Any]:
         """The parameters the design was built from (for storing and showing)."""
         return {}
+
+    # -- the general mechanism interface (survey.privacy.interface.Randomizer) ----------------------
+
+    @property
+    def reports(self) -> Codes:
+        """The domain of reports: the option codes ``0 .. k-1``."""
+        return Codes(self.k)
+
+    def sampler(self) -> dict[str, Any]:
+        """What the browser samples a report from: ``columns[t]``, the distribution of the report when
+        the true answer is ``t`` (a column of the matrix). The browser holds no formula of its own."""
+        return {"sampler": "columns", "columns": self._matrix.T.tolist()}
+
+    def estimate(self, counts: Any) -> Estimate:
+        """The estimator hook: :func:`~.estimation.estimate` of the reported ``counts`` (one per code)."""
+        from .estimation import estimate  # estimation builds on this module
+
+        return estimate(self, counts)
 
     # -- affine structure, which decides the interval ------------------------------------------
 

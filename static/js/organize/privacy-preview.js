@@ -6,7 +6,9 @@
  * as the saved design will be. It also shows only the inputs that apply to the chosen kind and
  * design, and sends those: which inputs belong to which design is written on the page by the
  * server from its registry of designs (data-designs, data-input, data-level), so this script holds
- * no list of designs or parameters. Without it the form still works: the server renders the
+ * no list of designs or parameters. Nor of kinds: what it needs of each (randomized or not, how many
+ * options when they are not listed) is written on the form (data-kinds) from the registry of kinds,
+ * and which blocks each kind shows (data-show-for-kind). Without it the form still works: the server renders the
  * preview on every page load.
  */
 (function () {
@@ -17,6 +19,7 @@
 
   var region = document.getElementById("privacy-preview");
   var designs = JSON.parse(form.dataset.designsByKind || "{}");
+  var kinds = JSON.parse(form.dataset.kinds || "{}");
   var DELAY = 150;
   var timer = null;
   var latest = 0;
@@ -90,7 +93,7 @@
     var query = new URLSearchParams({
       design: design,
       kind: kind,
-      k: kind === "choice" ? String(optionCount()) : "2",
+      k: kinds[kind] && kinds[kind].options !== null ? String(kinds[kind].options) : String(optionCount()),
       n: form.dataset.n,
       margin: form.dataset.margin,
       allow_one_sided: value("allow_one_sided")
@@ -164,7 +167,7 @@
 
   function update() {
     var kind = value("kind");
-    if (kind !== "yes_no" && kind !== "choice") return;
+    if (!kinds[kind] || !kinds[kind].randomized) return;
     var ticket = ++latest;
     region.setAttribute("aria-busy", "true");
     fetch(form.dataset.previewUrl + "?" + params().toString(), {

@@ -142,7 +142,13 @@
     return /^-?[0-9]+$/.test(text) && n >= Number(input.min) && n <= Number(input.max) ? "" : rule;
   }
 
+  /* The distribution of the report for this true answer, from what the page says the browser samples
+     from (the mechanism's sampler): only a matrix's columns are known here; any other sampler is
+     refused (the caller then says the answers could not be randomized) rather than guessed at. */
   function column(fieldset, trueCode) {
+    if (fieldset.dataset.sampler !== "columns") {
+      throw new Error("unknown sampler: " + fieldset.dataset.sampler);
+    }
     return JSON.parse(fieldset.dataset.columns)[trueCode];
   }
 
@@ -159,7 +165,9 @@
   /* One reported value per [fieldset, true code]: memoized where the regime and browser allow, fresh otherwise. */
   function reportAll(items) {
     if (!memo) {
-      return Promise.resolve(freshReports(items));
+      return new Promise(function (resolve) {
+        resolve(freshReports(items)); // a sampler refused rejects the promise: nothing is sent
+      });
     }
     var slug = form.dataset.survey;
     return memo

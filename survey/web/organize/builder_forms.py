@@ -25,6 +25,7 @@ from wtforms import BooleanField, HiddenField, RadioField, SelectField, StringFi
 from wtforms.fields.choices import SelectChoice
 
 from survey.domain.errors import DomainError, Path
+from survey.domain.kinds import KIND_LIST, KINDS, LISTED, Kind, find_kind
 from survey.domain.models import Question, Survey
 from survey.domain.preview import chosen_design, input_for, plain_message, privacy_settings
 from survey.domain.validation import loose_number
@@ -32,12 +33,8 @@ from survey.privacy.designs import DESIGNS, EPSILON, Design
 
 from ..common import FormErrors
 
-KIND_CHOICES = [
-    SelectChoice("yes_no", "Yes / no"),
-    SelectChoice("choice", "Choice between options"),
-    SelectChoice("direct", "Asked directly (not protected)"),
-    SelectChoice("number", "A whole number, asked directly (not protected)"),
-]
+#: One radio button per kind of the registry (survey.domain.kinds), in its order.
+KIND_CHOICES = [SelectChoice(kind.id, kind.choice) for kind in KIND_LIST]
 EPSILON_CHOICE = SelectChoice(EPSILON.name, "ε (privacy loss)")
 ONE_SIDED_MESSAGE = (
     "This design has ε = ∞: some reports reveal the true answer, so only one answer is deniable. "
@@ -173,7 +170,7 @@ class QuestionForm(BuilderForm):
     """One question: texts, kind, options, and its privacy settings. The parameter inputs are added
     per request from the registry (:meth:`build`)."""
 
-    kind = RadioField("Kind of question", choices=KIND_CHOICES, default="yes_no", validate_choice=False)
+    kind = RadioField("Kind of question", choices=KIND_CHOICES, default=KINDS[0], validate_choice=False)
     text = TextAreaField("Question text")
     help_text = TextAreaField("Help text (optional)")
     key = StringField("Short name (optional)")
@@ -220,7 +217,7 @@ class QuestionForm(BuilderForm):
             "help_text": question.help_text,
             "key": question.key,
             "required": question.required,
-            "options": "\n".join(question.labels) if question.kind != "yes_no" else "",
+            "options": "\n".join(question.labels) if question.kind_entry.options == LISTED else "",
             "allow_one_sided": False,
         }
         if question.is_number:
@@ -278,8 +275,14 @@ class QuestionForm(BuilderForm):
     def option_labels(self) -> list[str]:
         return [line.strip() for line in (self.options.data or "").splitlines() if line.strip()]
 
+    @property
+    def chosen_kind(self) -> Kind | None:
+        """The kind chosen, if it is one (the spec refuses any other)."""
+        return find_kind(self.kind.data)
+
     def _k(self) -> int:
-        return len(self.option_labels()) if self.kind.data == "choice" else 2
+        kind = self.chosen_kind
+        return kind.option_count(len(self.option_labels())) if kind is not None and kind.has_options else 2
 
     def _others(self, design: Design) -> dict[str, Any]:
         return {p.field: self[p.field].data for p in design.others}
@@ -296,13 +299,14 @@ class QuestionForm(BuilderForm):
         key = (self.key.data or "").strip() or default_key
         if key:
             raw["key"] = key
-        if kind == "number":
+        entry = self.chosen_kind
+        if entry is not None and entry.ranged:
             raw["minimum"] = loose_number(self.minimum.data)
             raw["maximum"] = loose_number(self.maximum.data)
-        elif kind != "yes_no":
+        elif entry is None or entry.options == LISTED:
             raw["options"] = self.option_labels()
-        if kind in ("yes_no", "choice"):
-            if kind == "choice" and self._k() < 2:
+        if entry is not None and entry.randomized:
+            if entry.options == LISTED and self._k() < 2:
                 raw["privacy"] = {"design": self.design.data}  # the spec says what is wrong: the options
             else:
                 design = chosen_design({"design": self.design.data})

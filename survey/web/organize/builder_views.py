@@ -20,6 +20,8 @@ from survey.domain import builder
 from survey.domain.access import survey_for
 from survey.domain.budget import question_planning, survey_budget
 from survey.domain.errors import DomainError, Frozen
+from survey.domain.kinds import LISTED, REGISTRY, builder_blocks, builder_kinds
+from survey.domain.kinds import NAMES as KIND_NAMES
 from survey.domain.models import Question, Survey
 from survey.domain.outline import first_labels, option_counts, question_list
 from survey.domain.preview import count_text, error_json, points_text, preview, times_text
@@ -41,7 +43,6 @@ from .builder_forms import (
 
 #: How many options of each question the build page names (each question's page shows them all).
 OPTIONS_SHOWN = 12
-KIND_NAMES = {"yes_no": "Yes / no", "choice": "Choice", "direct": "Asked directly", "number": "Number, asked directly"}
 #: How the builder's templates write numbers (passed to them, not registered as app-wide filters).
 FORMATS = SimpleNamespace(eps=epsilon_text, points=points_text, count=count_text, times=times_text)
 
@@ -102,6 +103,7 @@ def _render_build(
             details_form=details_form or SurveyDetailsForm.for_survey(survey),
             planning_form=planning_form or PlanningForm.for_survey(survey),
             kind_names=KIND_NAMES,
+            kinds=REGISTRY,
             design_name=design_name,
             alert=alert,
             fmt=FORMATS,
@@ -151,7 +153,8 @@ def planning(slug: str):
 
 def _form_preview(form: QuestionForm, survey: Survey, question: Question | None) -> dict[str, Any] | None:
     """The preview the page shows before any script runs (and the only one without JavaScript)."""
-    if form.kind.data not in ("yes_no", "choice"):
+    kind = form.chosen_kind
+    if kind is None or not kind.randomized:
         return None
     n, margin = survey.expected_respondents, survey.target_margin
     params = form.preview_params(n, margin)
@@ -187,6 +190,8 @@ def _render_question(
             frozen=not survey.is_draft,
             total_epsilon=epsilon_text(total),
             designs_by_kind=kinds_served(),
+            builder_kinds=builder_kinds(),
+            show_for=builder_blocks(),
             set_by_designs=set_by_designs(),
             input_attributes=input_attributes,
             alert=alert,
@@ -259,9 +264,9 @@ def delete_question(slug: str, key: str):
     if request.method == "GET":
         if not survey.is_draft:
             return _render_build(survey, alert=Frozen().message, status=409)
+        options = ", its options" if question.kind_entry.options == LISTED else ""
         points = [
-            f"Its text{', its options' if question.kind != 'yes_no' else ''} and its privacy settings are deleted. "
-            "This cannot be undone.",
+            f"Its text{options} and its privacy settings are deleted. This cannot be undone.",
             "The draft has no answers yet, so no answers are lost.",
         ]
         if question.design is not None:

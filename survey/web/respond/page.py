@@ -1,8 +1,10 @@
 """What the respondent's page shows and carries for each question.
 
-A randomized question carries its matrix's columns (``columns[t]`` is the distribution of the
-report when the true answer is ``t``); the browser samples from exactly these numbers and holds no
-formula of its own, so the page can never disagree with the server about ε.
+A randomized question carries what its mechanism says the browser samples from (its ``sampler()``,
+the general mechanism interface of :mod:`survey.privacy.interface`): for a matrix, its columns
+(``columns[t]`` is the distribution of the report when the true answer is ``t``). The browser samples
+from exactly these numbers and holds no formula of its own, so the page can never disagree with the
+server about ε; nothing here assumes the mechanism is a matrix.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from survey.domain.kinds import Kind
 from survey.domain.models import Question, Survey
 from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
-from survey.privacy import Mechanism
+from survey.privacy import Mechanism, Randomizer
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
 #: secret this browser keeps, so the same browser sending the same answer again repeats its report.
@@ -59,9 +62,24 @@ class QuestionView:
         return deniability_line(self.mechanism) if self.mechanism else ""
 
     @property
-    def columns_json(self) -> str:
+    def sampler_attributes(self) -> dict[str, str]:
+        """The fieldset's ``data-`` attributes that tell the browser how to draw the report."""
         assert self.mechanism is not None
-        return json.dumps(self.mechanism.matrix.T.tolist())
+        return sampler_attributes(self.mechanism)
+
+    @property
+    def kind(self) -> Kind:
+        return self.question.kind_entry
+
+    @property
+    def template(self) -> str:
+        """The macro of templates/respond/_answers.html that draws its answer (its kind's)."""
+        return self.kind.template
+
+    @property
+    def number(self) -> bool:
+        """Whether its answer is a number typed (the browser then checks the range before sending)."""
+        return self.kind.ranged
 
     @property
     def options(self) -> list[tuple[int, str]]:
@@ -70,11 +88,12 @@ class QuestionView:
     @property
     def layout(self) -> str:
         """How the answers are laid out, each one still a full-row tap target of at least 44 px:
-        "row" puts yes and no side by side; "columns" flows three to six short options down two
-        columns (in reading order, so a scale still reads from top to bottom); "" is one per row."""
+        a kind's own layout first ("row" puts yes and no side by side); "columns" flows three to six
+        short options down two columns (in reading order, so a scale still reads from top to bottom);
+        "" is one per row."""
         labels = [o.label for o in self.question.options]
-        if self.question.kind == "yes_no":
-            return "row"
+        if self.kind.layout:
+            return self.kind.layout
         if 3 <= len(labels) <= COLUMN_OPTIONS and max(map(len, labels)) <= COLUMN_LABEL:
             return "columns"
         return ""
@@ -117,6 +136,20 @@ class SurveyPage:
     def number(self, view: QuestionView) -> int:
         """The question's number as the page shows it (from 1)."""
         return self.questions.index(view) + 1
+
+
+def sampler_attributes(mechanism: Randomizer) -> dict[str, str]:
+    """A mechanism's ``sampler()`` as ``data-`` attributes: ``sampler`` names how the browser draws
+    (respond.js refuses one it does not know), each other entry is JSON (for a matrix: ``columns``).
+
+    >>> from survey.privacy import Warner
+    >>> sampler_attributes(Warner(0.75))
+    {'sampler': 'columns', 'columns': '[[0.75, 0.25], [0.25, 0.75]]'}
+    """
+    sampler = mechanism.sampler()
+    return {"sampler": str(sampler["sampler"])} | {
+        name: json.dumps(value) for name, value in sampler.items() if name != "sampler"
+    }
 
 
 def survey_page(survey: Survey) -> SurveyPage:

@@ -30,6 +30,8 @@ from survey.domain.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.coding import researcher_code, researcher_options, stored_code
 from survey.domain.errors import DomainError
 from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
+from survey.domain.kinds import NAMES as KIND_NAMES
+from survey.domain.kinds import REGISTRY
 from survey.domain.labelled import labelled_file
 from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
 from survey.domain.mixing import held_count
@@ -50,7 +52,6 @@ from survey.privacy.estimation import FLOOR_FACTOR
 from . import bp
 from .chart import Chart, TimelineChart, estimate_chart, timeline_chart
 
-KIND_NAMES = {"yes_no": "yes / no", "choice": "choice", "direct": "direct", "number": "number"}
 INTERVAL_NAMES = {
     "wilson-floor-mapped": "Wilson, mapped",
     "clopper-pearson-mapped": "exact, mapped",
@@ -239,6 +240,7 @@ def survey(slug: str):
         numbers=number_results(db.session, survey, counts, shown),
         level=LEVEL,
         kind_names=KIND_NAMES,
+        kinds=REGISTRY,
         interval_names=INTERVAL_NAMES,
         floor_level=1 - FLOOR_FACTOR * (1 - LEVEL),
         pages=pages,
