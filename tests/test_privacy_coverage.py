@@ -275,14 +275,8 @@ def test_custom_matrix_keeps_the_floor_near_a_vertex_by_enumeration():
     counts = np.array([c for c in itertools.product(range(n + 1), repeat=3) if sum(c) <= n])
     counts = np.column_stack([counts, n - counts.sum(axis=1)])
     low, high = estimate(Mechanism(q), counts).ci()
-    truths = [
-        [0.97, 0.03, 0, 0],
-        [0.7, 0.3, 0, 0],
-        [1, 0, 0, 0],
-        [0, 0, 0.999, 0.001],
-        [0.25] * 4,
-        [0.5, 0.2, 0.1, 0.2],
-    ]
+    truths = [[0.97, 0.03, 0, 0], [0.7, 0.3, 0, 0], [1, 0, 0, 0], [0, 0, 0.999, 0.001], [0.25] * 4]
+    truths.append([0.5, 0.2, 0.1, 0.2])
     for truth in truths:
         truth = np.array(truth)
         pmf = multinomial.pmf(counts, n, q @ truth)
