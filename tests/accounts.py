@@ -3,6 +3,9 @@ sign in with the test client (the browser's way is in tests/pages.py)."""
 
 from __future__ import annotations
 
+from flask import Flask
+from flask.testing import FlaskClient
+
 from survey.domain.models import User
 from survey.platform.extensions import db
 
@@ -20,13 +23,13 @@ def make_user(app, name: str, password: str = PASSWORD) -> int:
         return user.id
 
 
-def sign_in(app_or_client, name: str, password: str = PASSWORD):
+def sign_in(app_or_client: Flask | FlaskClient, name: str, password: str = PASSWORD) -> FlaskClient:
     """Sign ``name`` in through the login form and return the signed-in test client.
 
     Given an app, a new client (cookies of its own); given a client, that client, so that a test can
     switch the user of a client it already holds. Fails the test if the login is refused.
     """
-    client = app_or_client.test_client() if hasattr(app_or_client, "test_client") else app_or_client
+    client = app_or_client.test_client() if isinstance(app_or_client, Flask) else app_or_client
     response = client.post("/auth/login", data={"username": name, "password": password})
     assert response.status_code == 302, f"{name} could not sign in"
     return client

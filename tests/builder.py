@@ -8,6 +8,7 @@ import re
 from html import unescape
 
 from sqlalchemy import select
+from werkzeug.test import TestResponse
 
 from survey.domain.models import Survey
 from survey.domain.specs import question_to_spec
@@ -34,7 +35,7 @@ def new_draft(client, title: str = "Exam habits") -> str:
     return match.group(1)
 
 
-def add(client, slug: str, data: dict, status: int = 303):
+def add(client, slug: str, data: dict, status: int = 303) -> TestResponse:
     """Post the new-question form of draft ``slug``, expecting ``status``."""
     response = client.post(f"/surveys/{slug}/questions/new", data=data)
     assert response.status_code == status, response.text[:3000]

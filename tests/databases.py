@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from flask import Flask
 from sqlalchemy import create_engine, event, text
 
 from survey import create_app
@@ -97,7 +98,7 @@ def own_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
         admin.dispose()
 
 
-def limited_app(tmp_path: Path, sqlite_template: Path, **config):
+def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
     """An app on a migrated SQLite copy holding the small survey, with the rate limits on, and the
     process's counters cleared."""
     from survey.domain.specs import create_survey_from_spec

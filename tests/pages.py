@@ -14,8 +14,12 @@ import json
 import struct
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .live import PHONE
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 ROOT = Path(__file__).resolve().parents[1]
 #: axe-core, installed by npm (``make test`` runs ``npm install``).
@@ -24,7 +28,7 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 DEMO = ("demo", "demo-password")
 
 
-def new_page(browser, viewport: dict = PHONE, **options):
+def new_page(browser: Browser, viewport: dict = PHONE, **options) -> Page:
     """A fresh context (its own cookies) on a screen of ``viewport`` (a phone's by default), whose
     page records what the Content Security Policy blocks in ``page.csp_errors``."""
     context = browser.new_context(viewport=viewport, **options)
@@ -37,7 +41,7 @@ def new_page(browser, viewport: dict = PHONE, **options):
     return page
 
 
-def sign_in(page, base: str, who: tuple[str, str]) -> None:
+def sign_in(page: Page, base: str, who: tuple[str, str]) -> None:
     """Sign ``who`` (name, password) in through the login form, as a person would."""
     page.goto(f"{base}/auth/login")
     page.fill("#username", who[0])
@@ -46,7 +50,7 @@ def sign_in(page, base: str, who: tuple[str, str]) -> None:
         page.click("button[type=submit]")
 
 
-def axe_violations(page) -> list[dict]:
+def axe_violations(page: Page) -> list[dict]:
     """axe-core's serious and critical violations on the page as it is (the page's context must
     bypass the CSP, only so that axe itself can be injected)."""
     page.add_script_tag(path=str(AXE))
