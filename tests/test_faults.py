@@ -42,6 +42,7 @@ from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Answer, Submission, Survey, User
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import tally_mismatches
+from survey.platform.connections import outage
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.common import (
@@ -249,6 +250,10 @@ class Capture(logging.Handler):
 
 @pytest.fixture
 def captured():
+    """The app's log from here on. The outage the log tracks is the process's: one an earlier test
+    left open (its app's database gone with its test) is closed first, unheard, so that the lines
+    counted are this test's own."""
+    outage.ended()
     capture = Capture()
     logger = logging.getLogger("survey")
     logger.addHandler(capture)
