@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # The PostgreSQL server the scale benchmark creates its databases on.
 BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test lint bench chromium r wrk clean
+.PHONY: run test test-fast test-browser lint bench chromium r wrk clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,16 @@ lint: $(VENV)/.test-installed
 PYTEST_ARGS ?=
 test: lint chromium r node_modules/.installed
 	$(BIN)/python -m pytest survey tests README.md $(PYTEST_ARGS)
+
+# The suite in parts (docs/testing.md): tests/conftest.py marks each test `browser` or `postgresql` by
+# the fixtures it uses, and `slow` marks those measured slow. `make test` still runs them all.
+# test-fast: everything but the browser tests, the slow ones and the PostgreSQL cases, without lint or
+# the browser's and R's installs (under a minute).
+test-fast: $(VENV)/.test-installed
+	$(BIN)/python -m pytest survey tests README.md -m "not browser and not slow and not postgresql" $(PYTEST_ARGS)
+
+test-browser: $(VENV)/.test-installed chromium node_modules/.installed
+	$(BIN)/python -m pytest tests -m browser $(PYTEST_ARGS)
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import socket
 from collections.abc import Iterator
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
+
+from .servers import free_port
 
 LINK = re.compile(r"https?://[^\s\"']+/auth/link\?token=[A-Za-z0-9_-]+")
 
@@ -41,12 +42,6 @@ class Mailbox:
         found = LINK.findall(self.body(index))
         assert len(found) == 1, self.body(index)
         return found[0]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager

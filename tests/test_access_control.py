@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from survey.domain.models import Invitation, Membership, Question, Survey
 from survey.platform.extensions import db
 
-from .test_manage import make_user, sign_in
+from .accounts import make_user, sign_in
 
 #: Open to anyone: the respondent's pages and API, sign-in, invitation and password links (their
 #: token is the right), the start page, static files.

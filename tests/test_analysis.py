@@ -22,7 +22,7 @@ from survey.domain.tallies import rebuild_tallies
 from survey.platform.extensions import db
 from survey.privacy import association, breakdown, estimate
 
-from .conftest import SMALL_SPEC
+from .surveys import SMALL_SPEC
 
 SLUG = SMALL_SPEC["slug"]
 N = 60

@@ -54,7 +54,7 @@ from survey.privacy import (
 from survey.privacy.deniability import highest_posterior
 
 from .live import CHEAP_PASSWORD_HASH
-from .test_durability import free_port
+from .servers import free_port
 from .worst import DIRECT, OUTCOME, analysis_answers, full_answers, worst_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,14 +18,10 @@ FALSE_ALARM below and docs/testing.md.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import math
 import re
 import struct
-import zlib
-from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -41,9 +37,8 @@ from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import INSECURE_HOST, PHONE, live_site
+from .pages import DEMO, axe_violations, reference_report, session_cookie_payload, sign_in
 
-ROOT = Path(__file__).resolve().parents[1]
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 STORAGE_KEY = "private-survey.secret"
 
 MORE_DESIGNS = {
@@ -94,15 +89,6 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
-
-
-def sign_in_as_demo(page, base: str) -> None:
-    """Sign in through the form, as the demo's researcher would."""
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", "demo")
-    page.fill("#password", "demo-password")
-    with page.expect_navigation():
-        page.click("button[type=submit]")
 
 
 def watch(page) -> list:
@@ -265,20 +251,6 @@ def demo_columns(page) -> dict[str, list[list[float]]]:
     return dict(pairs)
 
 
-def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: list[float]) -> int:
-    """What memo.js must send, computed independently: HMAC-SHA256 → 53-bit uniform → inverse CDF."""
-    message = f"{slug}\n{key}\n{true_code}".encode()
-    mac = hmac.new(bytes.fromhex(secret_hex), message, hashlib.sha256).digest()
-    high, low = struct.unpack(">II", mac[:8])
-    u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
-    cumulative = 0.0
-    for reported, p in enumerate(column):
-        cumulative += p
-        if u < cumulative:
-            return reported
-    return max(r for r, p in enumerate(column) if p > 0)
-
-
 def counter_secret(seed: int, i: int) -> bytes:
     """The i-th of a fixed family of 32-byte secrets: the seed and i, big-endian, then zeros. HMAC-SHA256
     is a pseudorandom function of its key, so reports under these keys are as good as fresh draws,
@@ -347,14 +319,6 @@ def test_changing_a_true_answer_can_change_the_report(live_server, browser):
         assert int(posted["q_sedatives"]) == expected[true_code], f"true answer {true_code}"
     assert stored_secret(page) == secret
     context.close()
-
-
-def session_cookie_payload(value: str) -> dict:
-    """Flask's session cookie: signed, not encrypted; its first part is (maybe compressed) JSON."""
-    compressed = value.startswith(".")
-    data = value.lstrip(".").split(".")[0]
-    raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
-    return json.loads(zlib.decompress(raw) if compressed else raw)
 
 
 def test_browser_keeps_only_the_secret(live_server, browser):
@@ -645,12 +609,6 @@ def test_without_javascript_nothing_can_be_sent(live_server, browser):
     context.close()
 
 
-def axe_violations(page) -> list[dict]:
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
-
-
 @pytest.mark.parametrize("slug", ["health-and-habits", "more-designs"])
 def test_respondent_page_has_no_serious_accessibility_violations(live_server, browser, slug):
     _, base = live_server
@@ -704,7 +662,7 @@ def test_survey_and_privacy_pages_run_under_the_content_security_policy(live_ser
 def test_researcher_breaks_the_demo_down_by_age_and_downloads_the_table(live_server, page):
     """The compare page in a real browser: one row per age group with its interval, a chart, the CSV."""
     _, base = live_server
-    sign_in_as_demo(page, base)
+    sign_in(page, base, DEMO)
     page.goto(f"{base}/surveys/health-and-habits/results")
     with page.expect_navigation():
         page.click("text=Compare a sensitive answer by group")
@@ -730,7 +688,7 @@ def test_researcher_watches_the_live_interval_and_tests_a_threshold(live_server,
     """Issue 14 in a real browser: the live interval and what it means, the estimate over time, a
     test typed as a percentage, and the labelled SPSS file downloaded from the same page."""
     _, base = live_server
-    sign_in_as_demo(page, base)
+    sign_in(page, base, DEMO)
     page.goto(f"{base}/surveys/health-and-habits/results")
     expect(page.locator("#live-heading")).to_have_text("Precise enough to stop?")
     section = page.locator("section.result", has=page.locator("#q-cannabis"))
@@ -900,7 +858,7 @@ def test_the_results_page_reads_on_a_phone_without_sideways_scrolling(live_serve
     _, base = live_server
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
-    sign_in_as_demo(page, base)
+    sign_in(page, base, DEMO)
     page.goto(f"{base}/surveys/health-and-habits/results")
     tables = page.locator("table.data.compact")
     assert tables.count() >= 5
@@ -928,7 +886,7 @@ def test_a_researcher_is_told_when_too_few_have_answered(live_server, browser):
         assert client.post("/api/surveys/more-designs/responses", json={"answers": answers}).status_code == 201
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
-    sign_in_as_demo(page, base)
+    sign_in(page, base, DEMO)
     page.goto(f"{base}/surveys/more-designs/results")
     warning = page.locator("section.result", has=page.locator("#q-forced")).locator("p.small-n")
     expect(warning).to_be_visible()

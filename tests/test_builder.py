@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Membership, Survey, User
-from survey.domain.specs import create_survey_from_spec, question_to_spec
+from survey.domain.specs import create_survey_from_spec
 from survey.domain.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import (
@@ -33,6 +33,9 @@ from survey.privacy import (
 )
 from survey.privacy.designs import DESIGNS, Design, Parameter
 
+from .accounts import sign_in
+from .builder import CHOICE, add, control, field_error, new_draft, snapshot
+
 YES_NO = {
     "kind": "yes_no",
     "text": "Have you ever cheated in an exam?",
@@ -41,15 +44,6 @@ YES_NO = {
     "set_by": "epsilon",
     "epsilon": repr(math.log(3)),
     "yes_probability": "0.5",
-}
-CHOICE = {
-    "kind": "choice",
-    "text": "How often do you drink alone?",
-    "required": "y",
-    "options": "never\nsometimes\noften\nalways",
-    "design": "grr",
-    "set_by": "epsilon",
-    "epsilon": "1",
 }
 DIRECT = {"kind": "direct", "text": "Your age group?", "options": "under 30\n30 or over"}
 WARNER = {
@@ -70,68 +64,6 @@ ONE_SIDED = {
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-
-
-def new_draft(client, title: str = "Exam habits") -> str:
-    response = client.post("/surveys/new", data={"title": title, "introduction": "Hello.", "closing_message": "Bye."})
-    assert response.status_code == 303, response.text
-    match = re.fullmatch(r"/surveys/([a-z0-9-]+)/build", response.location)
-    assert match, response.location
-    return match.group(1)
-
-
-def add(client, slug: str, data: dict, status: int = 303):
-    response = client.post(f"/surveys/{slug}/questions/new", data=data)
-    assert response.status_code == status, response.text[:3000]
-    return response
-
-
-def snapshot(app, slug: str) -> dict:
-    """Everything stored about a survey that the builder may (or must not) change."""
-    with app.app_context():
-        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-        questions = []
-        for q in survey.questions:
-            item = question_to_spec(q) | {"position": q.position, "codes": [o.code for o in q.options]}
-            if q.design is not None:
-                item["design"] = {
-                    "name": q.design.mechanism_name,
-                    "parameters": q.design.parameters,
-                    "matrix": q.design.matrix,
-                    "epsilon": q.design.epsilon,
-                }
-            questions.append(item)
-        return {
-            "status": survey.status,
-            "title": survey.title,
-            "introduction": survey.introduction,
-            "closing_message": survey.closing_message,
-            "run_by": survey.run_by,
-            "contact": survey.contact,
-            "ethics_statement": survey.ethics_statement,
-            "owner": survey.owner.username if survey.owner else None,
-            "epsilon_cap": survey.epsilon_cap,
-            "expected_respondents": survey.expected_respondents,
-            "target_margin": survey.target_margin,
-            "questions": questions,
-        }
-
-
-def control(html: str, control_id: str) -> str:
-    match = re.search(rf'<(?:input|textarea|select)\b[^>]*\bid="{re.escape(control_id)}"[^>]*>', html)
-    assert match, f"no control with id {control_id!r}"
-    return match.group(0)
-
-
-def field_error(html: str, field: str, control_id: str | None = None) -> str:
-    """The error shown next to ``field``; asserts it is linked to its input and the input is marked invalid."""
-    tag = control(html, control_id or field)
-    assert 'aria-invalid="true"' in tag, tag
-    described = re.search(r'aria-describedby="([^"]*)"', tag)
-    assert described and f"{field}-error" in described.group(1).split(), tag
-    match = re.search(rf'<p class="field-error" id="{re.escape(field)}-error">(.*?)</p>', html, re.S)
-    assert match, f"no error next to {field!r}"
-    return unescape(match.group(1))
 
 
 def invalid_fields(html: str) -> set[str]:
@@ -204,11 +136,6 @@ def bob(app) -> int:
         db.session.add(user)
         db.session.commit()
         return user.id
-
-
-def sign_in(client, username: str, password: str) -> None:
-    response = client.post("/auth/login", data={"username": username, "password": password})
-    assert response.status_code == 302
 
 
 # -- creating a draft --------------------------------------------------------------------------------

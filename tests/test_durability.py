@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -33,29 +32,13 @@ from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.privacy import estimate
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url, make_config, own_database
+from .databases import BACKENDS, make_config, own_database, pg_url
 from .live import serve
+from .servers import free_port, post
+from .surveys import GOOD, SMALL_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
-ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
-PATH = "/api/surveys/small-test/responses"
 THREADS = 4
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(port: int, body: dict, timeout: float = 5.0) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("POST", PATH, json.dumps(body), {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        return response.status, json.loads(response.read() or b"{}")
-    finally:
-        conn.close()
 
 
 @pytest.fixture(params=BACKENDS)
@@ -140,7 +123,7 @@ def test_sigkill_under_load_loses_no_acknowledged_submission(database_url):
             if stop.is_set() or time.monotonic() > deadline:
                 return
             try:
-                status, _ = post(port, {"answers": ANSWERS})
+                status, _ = post(port, {"answers": GOOD})
             except (OSError, http.client.HTTPException, json.JSONDecodeError):
                 unknown[worker] += 1
                 if stop.is_set():
@@ -164,14 +147,14 @@ def test_sigkill_under_load_loses_no_acknowledged_submission(database_url):
     assert ok >= 60, "the load never got going"
     submissions, per_submission, _ = stored(database_url)
     assert ok <= submissions <= ok + lost_track  # every 201 is stored; nothing appears from nowhere
-    assert set(per_submission) == {len(ANSWERS)}, f"partly stored submissions: {per_submission}"
+    assert set(per_submission) == {len(GOOD)}, f"partly stored submissions: {per_submission}"
     assert sum(per_submission.values()) == submissions
 
     # the database comes back and takes new submissions
     port = free_port()
     server = start_server(database_url, port)
     try:
-        status, body = post(port, {"answers": ANSWERS})
+        status, body = post(port, {"answers": GOOD})
         assert status == 201, body
     finally:
         server.terminate()
@@ -201,7 +184,7 @@ def test_closing_while_submissions_arrive(live):
 
     def load() -> None:
         for _ in range(300):
-            result = post(port, {"answers": ANSWERS})
+            result = post(port, {"answers": GOOD})
             with lock:
                 outcomes.append(result)
             if closed_at.is_set() and result[0] == 409:
@@ -231,9 +214,10 @@ def test_closing_while_submissions_arrive(live):
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Submission)) == statuses[201]
         per_question = db.session.execute(select(Question.key, func.count()).join(Answer).group_by(Question.key))
-        assert dict(per_question.all()) == {key: statuses[201] for key in ANSWERS}
+        assert dict(per_question.all()) == {key: statuses[201] for key in GOOD}
 
 
+@pytest.mark.postgresql
 def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(request, tmp_path):
     """The database drops the app's connections (a restart, a failover): each dead connection is
     found when it leaves the pool (the server's goodbye is waiting on it) and replaced, so no request
@@ -248,10 +232,10 @@ def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(reques
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
         db.engine.dispose()
-    admin = create_engine(_pg_url(), isolation_level="AUTOCOMMIT")
+    admin = create_engine(pg_url(), isolation_level="AUTOCOMMIT")
     try:
         with serve(app) as port:
-            assert [post(port, {"answers": ANSWERS})[0] for _ in range(5)] == [201] * 5
+            assert [post(port, {"answers": GOOD})[0] for _ in range(5)] == [201] * 5
             with admin.connect() as conn:
                 killed = conn.execute(
                     text(
@@ -260,7 +244,16 @@ def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(reques
                     )
                 ).scalar()
             assert killed >= 1
-            statuses = [post(port, {"answers": ANSWERS})[0] for _ in range(10)]
+            # pg_terminate_backend only signals: wait until the backends have gone (their goodbye
+            # sent), as after a real restart, or a request could meet one still dying
+            deadline = time.monotonic() + 30
+            with admin.connect() as conn:
+                while conn.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'survey-lost-connection'")
+                ).scalar():
+                    assert time.monotonic() < deadline, "the terminated backends did not exit"
+                    time.sleep(0.05)
+            statuses = [post(port, {"answers": GOOD})[0] for _ in range(10)]
         assert statuses == [201] * 10
         with app.app_context():
             survey = db.session.scalar(select(Survey))
@@ -269,7 +262,7 @@ def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(reques
             per_submission = db.session.execute(
                 select(func.count()).select_from(Answer).group_by(Answer.submission_id)
             ).scalars()
-            assert set(per_submission) == {len(ANSWERS)}
+            assert set(per_submission) == {len(GOOD)}
             from survey.domain.tallies import tally_mismatches
 
             assert tally_mismatches(db.session, survey) == []

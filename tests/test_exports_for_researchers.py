@@ -22,8 +22,7 @@ from survey.domain.specs import YES_NO_LABELS
 from survey.domain.variable_names import NAME_LIMIT, variable_names
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
-from .test_results import KEYS, SUBMISSIONS
+from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS
 
 RSCRIPT = shutil.which("Rscript")
 needs_r = pytest.mark.skipif(RSCRIPT is None, reason="R is not installed (make test installs it)")

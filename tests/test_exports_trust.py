@@ -52,7 +52,7 @@ from survey.platform.extensions import db
 from survey.privacy.designs import DESIGNS
 from survey.web.ids import MAX_ID, IdField
 
-from .test_builder import CHOICE, add, field_error, new_draft, snapshot
+from .builder import CHOICE, add, field_error, new_draft, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 RSCRIPT = shutil.which("Rscript")

@@ -42,6 +42,7 @@ from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Answer, Submission, Survey, User
 from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import tally_mismatches
+from survey.platform.connections import outage
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.common import (
@@ -52,12 +53,10 @@ from survey.web.common import (
     RETRY_AFTER_SECONDS,
 )
 
-from .conftest import SMALL_SPEC
 from .live import CHEAP_PASSWORD_HASH, serve
-from .private_postgres import PrivatePostgres, private_postgres
-from .test_durability import ANSWERS
-from .test_live import SPEC as LIVE_SPEC
-from .test_serving import _gunicorn
+from .private_postgres import PrivatePostgres
+from .servers import gunicorn
+from .surveys import GOOD, LIVE_SPEC, SMALL_SPEC
 
 PATH = "/api/surveys/small-test/responses"
 UNAVAILABLE_LINE = "database unavailable ("
@@ -67,10 +66,10 @@ DEADLINE = 60.0
 
 
 @pytest.fixture(scope="module")
-def pg():
-    """This module's own PostgreSQL server: started once, crashed and restarted by the tests."""
-    with private_postgres() as server:
-        yield server
+def pg(private_pg: PrivatePostgres) -> PrivatePostgres:
+    """This module's own PostgreSQL server (conftest's ``private_pg``): started once, crashed and
+    restarted by the tests."""
+    return private_pg
 
 
 @pytest.fixture
@@ -110,7 +109,7 @@ def stored_and_whole(url: str) -> int:
         survey = db.session.scalar(select(Survey).where(Survey.slug == "small-test"))
         count = db.session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
         answers = db.session.scalars(select(func.count()).select_from(Answer).group_by(Answer.submission_id)).all()
-        assert set(answers) <= {len(ANSWERS)}, "a submission was stored in part"
+        assert set(answers) <= {len(GOOD)}, "a submission was stored in part"
         assert tally_mismatches(db.session, survey) == []
         db.engine.dispose()
     return count
@@ -129,7 +128,7 @@ def outage_lines(log_text: str) -> tuple[int, int]:
 
 
 def test_a_crash_during_submissions_is_answered_503_logged_once_and_loses_nothing(pg, pg_database, tmp_path):
-    with contextlib.contextmanager(_gunicorn)(pg_database, tmp_path) as (port, _, log):
+    with contextlib.contextmanager(gunicorn)(pg_database, tmp_path) as (port, _, log):
         phase = ["before"]
         seen: dict[str, Counter] = {"before": Counter(), "outage": Counter(), "after": Counter()}
         acknowledged, maybe_stored = Counter(), Counter()
@@ -139,7 +138,7 @@ def test_a_crash_during_submissions_is_answered_503_logged_once_and_loses_nothin
         def submit() -> None:
             while not stop.is_set():
                 now = phase[0]
-                status, headers, body = request(port, "POST", PATH, {"answers": ANSWERS})
+                status, headers, body = request(port, "POST", PATH, {"answers": GOOD})
                 seen[now][("json", status)] += 1
                 if status == 201:
                     acknowledged[now] += 1
@@ -192,7 +191,7 @@ def test_a_crash_during_submissions_is_answered_503_logged_once_and_loses_nothin
         # Each worker that logged the outage logs its end at its next request: keep asking until
         # both have (every one of these requests must succeed too).
         def recovered() -> bool:
-            assert request(port, "POST", PATH, {"answers": ANSWERS})[0] == 201
+            assert request(port, "POST", PATH, {"answers": GOOD})[0] == 201
             acknowledged["after"] += 1
             assert request(port, "GET", "/health")[0] == 200
             down, up = outage_lines(log.read_text())
@@ -215,11 +214,9 @@ def test_a_crash_during_submissions_is_answered_503_logged_once_and_loses_nothin
 def test_the_first_requests_after_a_database_restart_all_succeed(pg, pg_database, tmp_path):
     """Every pooled connection is dead after a restart; none may reach a request. The submissions
     take the driver's cursor straight from the pool (engine.raw_connection()), the pages the ORM."""
-    with contextlib.contextmanager(_gunicorn)(pg_database, tmp_path) as (port, _, log):
+    with contextlib.contextmanager(gunicorn)(pg_database, tmp_path) as (port, _, log):
         for _ in range(6):  # several connections in each worker's pool
-            threads = [
-                threading.Thread(target=request, args=(port, "POST", PATH, {"answers": ANSWERS})) for _ in range(6)
-            ]
+            threads = [threading.Thread(target=request, args=(port, "POST", PATH, {"answers": GOOD})) for _ in range(6)]
             for t in threads:
                 t.start()
             for t in threads:
@@ -228,7 +225,7 @@ def test_the_first_requests_after_a_database_restart_all_succeed(pg, pg_database
         pg.start()
         firsts = []
         for i in range(16):
-            method, path, body = [("POST", PATH, {"answers": ANSWERS}), ("GET", "/s/small-test", None)][i % 2]
+            method, path, body = [("POST", PATH, {"answers": GOOD}), ("GET", "/s/small-test", None)][i % 2]
             firsts.append(request(port, method, path, body)[0])
         firsts.append(request(port, "GET", "/health")[0])
         assert firsts == [201, 200] * 8 + [200]
@@ -253,6 +250,10 @@ class Capture(logging.Handler):
 
 @pytest.fixture
 def captured():
+    """The app's log from here on. The outage the log tracks is the process's: one an earlier test
+    left open (its app's database gone with its test) is closed first, unheard, so that the lines
+    counted are this test's own."""
+    outage.ended()
     capture = Capture()
     logger = logging.getLogger("survey")
     logger.addHandler(capture)
@@ -279,7 +280,7 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
         db.session.add(user)
         db.session.commit()
     client, organizer = app.test_client(), app.test_client()
-    assert client.post(PATH, json={"answers": ANSWERS}).status_code == 201
+    assert client.post(PATH, json={"answers": GOOD}).status_code == 201
     assert (
         organizer.post("/auth/login", data={"username": "alice", "password": "correct horse battery"}).status_code
         == 302
@@ -292,7 +293,7 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
         locker.execute("BEGIN")
         locker.execute("LOCK TABLE surveys IN ACCESS EXCLUSIVE MODE")
         outcome = {}
-        sender = threading.Thread(target=lambda: outcome.update(r=client.post(PATH, json={"answers": ANSWERS})))
+        sender = threading.Thread(target=lambda: outcome.update(r=client.post(PATH, json={"answers": GOOD})))
         sender.start()
         waiting = (
             "SELECT pid FROM pg_stat_activity WHERE application_name = 'survey-faults' AND wait_event_type = 'Lock'"
@@ -306,17 +307,17 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
     assert response.get_json() == {"error": ANSWERS_MAYBE_STORED, "status": 503, "path": []}
     assert response.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
     assert captured.count(UNAVAILABLE_LINE) == 1
-    assert client.post(PATH, json={"answers": ANSWERS}).status_code == 201  # a new connection, at once
+    assert client.post(PATH, json={"answers": GOOD}).status_code == 201  # a new connection, at once
     assert captured.count(AVAILABLE_LINE) == 1
 
     # 2. The database is down: nothing reaches it, and every kind of request says so in its words.
     pg.crash("kill")
     for _ in range(3):
-        response = client.post(PATH, json={"answers": ANSWERS})
+        response = client.post(PATH, json={"answers": GOOD})
         assert response.status_code == 503
         assert response.get_json() == {"error": ANSWERS_NOT_STORED, "status": 503, "path": []}
         assert response.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
-    form = client.post("/s/small-test", data={f"q_{k}": v for k, v in ANSWERS.items()})
+    form = client.post("/s/small-test", data={f"q_{k}": v for k, v in GOOD.items()})
     assert form.status_code == 503 and form.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
     assert shows(form.get_data(), ANSWERS_NOT_STORED)
     page = client.get("/s/small-test")
@@ -333,7 +334,7 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
 
     # 3. Back: the first request works, and says so once.
     pg.start()
-    assert client.post(PATH, json={"answers": ANSWERS}).status_code == 201
+    assert client.post(PATH, json={"answers": GOOD}).status_code == 201
     assert client.get("/s/small-test").status_code == 200
     assert captured.count(AVAILABLE_LINE) == 2
     with app.app_context():
@@ -352,7 +353,7 @@ def test_on_sqlite_a_wrong_statement_is_a_500_and_a_missing_database_a_503(tmp_p
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.execute(text("DROP TABLE answers"))
         db.session.commit()
-    response = app.test_client().post(PATH, json={"answers": ANSWERS})
+    response = app.test_client().post(PATH, json={"answers": GOOD})
     assert response.status_code == 500
     assert captured.count(UNAVAILABLE_LINE) == 0
     assert any(r.exc_info and "no such table" in str(r.exc_info[1]) for r in captured.records)

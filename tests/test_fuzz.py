@@ -49,7 +49,8 @@ from survey.domain.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.platform.schema import VERSION_TABLE
 
-from .conftest import DEFAULT_EXAMPLES, SMALL_SPEC
+from .hypothesis_profiles import DEFAULT_EXAMPLES
+from .surveys import SMALL_SPEC
 
 # -- bookkeeping: how many cases ran, and the bugs found ----------------------------------------------
 

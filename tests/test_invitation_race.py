@@ -22,8 +22,9 @@ from survey.domain.models import Answer, HeldSubmission, Invitation, Submission,
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .conftest import BACKENDS, SMALL_SPEC, make_config
+from .databases import BACKENDS, make_config
 from .live import serve
+from .surveys import SMALL_SPEC
 
 CLIENTS = 8
 ROUNDS = 4

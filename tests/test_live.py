@@ -21,27 +21,15 @@ from survey.platform.extensions import db
 from survey.privacy import CoinFlip, anytime_test, confidence_sequence, estimate
 from survey.privacy.sequences import log_mixture_martingale
 
-SPEC = {
-    "title": "Live",
-    "slug": "live",
-    "target_margin": 0.25,
-    "questions": [
-        {
-            "key": "smoked",
-            "kind": "yes_no",
-            "text": "Smoked?",
-            "privacy": {"design": "coin_flip", "truth_probability": 0.75, "yes_probability": 0.5},
-        },
-        {"key": "group", "kind": "direct", "text": "Group?", "options": ["a", "b"]},
-    ],
-}
+from .surveys import LIVE_SPEC
+
 DESIGN = CoinFlip(0.75, 0.5)
 
 
 @pytest.fixture
 def live_survey(app, user):
     with app.app_context():
-        create_survey_from_spec(db.session, SPEC, owner=db.session.get(User, user))
+        create_survey_from_spec(db.session, LIVE_SPEC, owner=db.session.get(User, user))
         db.session.commit()
     return "live"
 

@@ -18,7 +18,7 @@ from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .conftest import SMALL_SPEC
+from .surveys import SMALL_SPEC
 
 ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
 

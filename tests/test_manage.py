@@ -4,7 +4,6 @@ and invitation codes (one code, one submission; the stored rows cannot be lined 
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 import json
@@ -15,7 +14,6 @@ import pytest
 from sqlalchemy import func, inspect, select
 
 from survey.domain.models import (
-    Answer,
     HeldSubmission,
     Invitation,
     Membership,
@@ -25,62 +23,13 @@ from survey.domain.models import (
     User,
     today,
 )
-from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.specs import survey_to_spec
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
-
-GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
-FORM = {f"q_{k}": str(v) for k, v in GOOD.items()}
-PASSWORD = "correct horse battery"
-
+from .accounts import PASSWORD, make_user, sign_in
+from .surveys import FORM, GOOD, SMALL_SPEC, add_survey, count, make_codes, stored, survey_row, text
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-def make_user(app, name: str, password: str = PASSWORD) -> int:
-    with app.app_context():
-        user = User(username=name)
-        user.set_password(password)
-        db.session.add(user)
-        db.session.commit()
-        return user.id
-
-
-def sign_in(app, name: str, password: str = PASSWORD):
-    client = app.test_client()
-    response = client.post("/auth/login", data={"username": name, "password": password})
-    assert response.status_code == 302, f"{name} could not sign in"
-    return client
-
-
-def add_survey(app, spec: dict, owner: str = "alice") -> str:
-    with app.app_context():
-        user = db.session.scalar(select(User).where(User.username == owner))
-        survey = create_survey_from_spec(db.session, spec, owner=user)
-        db.session.commit()
-        return survey.slug
-
-
-def survey_row(app, slug: str) -> Survey:
-    """A detached snapshot of the survey's scalar columns."""
-    with app.app_context():
-        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-        db.session.expunge(survey)
-        return survey
-
-
-def count(app, model) -> int:
-    with app.app_context():
-        return db.session.scalar(select(func.count()).select_from(model))
-
-
-def stored(app) -> tuple[int, int]:
-    """Submissions and answers stored, those held for release in a batch (a survey by invitation,
-    survey/domain/mixing.py) included."""
-    with app.app_context():
-        held = db.session.scalars(select(HeldSubmission.answers)).all()
-    return count(app, Submission) + len(held), count(app, Answer) + sum(len(a) for a in held)
 
 
 def designs_of(app, slug: str) -> list[tuple]:
@@ -109,10 +58,6 @@ def assert_same_designs(slug: str, other: str, app) -> None:
             assert a[5][:2] == b[5][:2]
             assert np.allclose(a[5][2], b[5][2], rtol=0, atol=1e-12)
             assert (a[5][3] is None and b[5][3] is None) or a[5][3] == pytest.approx(b[5][3], abs=1e-12)
-
-
-def text(response) -> str:
-    return response.get_data(as_text=True)
 
 
 def draft_spec(**changes) -> dict:
@@ -529,14 +474,6 @@ def test_password_change(app, signed_in):
 
 
 # -- invitations -----------------------------------------------------------------------------------
-
-
-def make_codes(signed_in, n: int, slug: str = "small-test") -> list[dict[str, str]]:
-    assert signed_in.post(f"/surveys/{slug}/access", data={"access": "invitation"}).status_code == 303
-    assert signed_in.post(f"/surveys/{slug}/invitations", data={"count": str(n)}).status_code == 303
-    response = signed_in.get(f"/surveys/{slug}/invitations.csv")
-    assert response.status_code == 200
-    return list(csv.DictReader(io.StringIO(text(response))))
 
 
 def test_codes_are_generated_and_downloaded_as_links(app, signed_in, small_survey):

@@ -24,7 +24,8 @@ from survey.domain.tallies import recount, survey_counts, tally_mismatches
 from survey.platform.extensions import db
 from survey.platform.schema import FIRST_REVISION_TABLES, VERSION_TABLE, alembic_config, current_revision, head_revision
 
-from .conftest import BACKENDS, SMALL_SPEC, _pg_url
+from .databases import BACKENDS, pg_url
+from .surveys import SMALL_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,11 +38,11 @@ def empty_app(request, tmp_path):
         cleanup = None
     else:
         schema = f"mig_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(_pg_url())
+        admin = create_engine(pg_url())
         with admin.begin() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         config = {
-            "SQLALCHEMY_DATABASE_URI": _pg_url(),
+            "SQLALCHEMY_DATABASE_URI": pg_url(),
             "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"options": f"-csearch_path={schema}"}},
         }
 

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 from survey.domain.models import Answer, HeldSubmission, Invitation, Membership, Question, Submission, Survey, User
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
-from .test_manage import FORM, GOOD, add_survey, make_codes, make_user, sign_in, survey_row, text
+from .accounts import make_user, sign_in
+from .surveys import FORM, GOOD, SMALL_SPEC, add_survey, make_codes, survey_row, text
 
 DRAFT = {**SMALL_SPEC, "slug": "the-draft", "title": "The draft", "status": "draft"}
 

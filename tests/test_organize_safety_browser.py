@@ -17,9 +17,9 @@ from survey.domain.models import HeldSubmission, Question, Submission, Survey, U
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
 from .live import PHONE, live_site
-from .test_organizer_browser import axe_violations, sign_in
+from .pages import axe_violations, new_page, sign_in
+from .surveys import SMALL_SPEC
 
 OWNER = ("owen", "owner password 1")
 DESKTOP = {"width": 1280, "height": 800}
@@ -44,17 +44,6 @@ def add_survey(app, slug: str, status: str, access: str = "link") -> str:
         create_survey_from_spec(db.session, spec, owner=owner)
         db.session.commit()
     return slug
-
-
-def new_page(browser, viewport, **options):
-    context = browser.new_context(viewport=viewport, **options)
-    page = context.new_page()
-    page.csp_errors = []  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        lambda m: page.csp_errors.append(m.text) if "Content Security Policy" in m.text else None,  # type: ignore[attr-defined]
-    )
-    return page
 
 
 def no_horizontal_scroll(page) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -24,10 +23,9 @@ from survey.domain.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
 
-from .live import PHONE, live_site
+from .live import live_site
+from .pages import axe_violations, new_page, sign_in
 
-ROOT = Path(__file__).resolve().parents[1]
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ORGANIZER = ("olivia", "organizer password 1")
 RESEARCHER = ("rita", "researcher password 1")
 
@@ -42,26 +40,6 @@ def live_server(tmp_path_factory):
 
     with live_site(tmp_path_factory.mktemp("organizer"), "organizer-browser-tests", setup) as site:
         yield site
-
-
-def new_page(browser, **options):
-    """A fresh context (its own cookies) on a phone-sized screen, recording CSP complaints."""
-    context = browser.new_context(viewport=PHONE, **options)
-    page = context.new_page()
-    page.csp_errors = []  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        lambda m: page.csp_errors.append(m.text) if "Content Security Policy" in m.text else None,  # type: ignore[attr-defined]
-    )
-    return page
-
-
-def sign_in(page, base: str, who: tuple[str, str]) -> None:
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", who[0])
-    page.fill("#password", who[1])
-    with page.expect_navigation():
-        page.click("button[type=submit]")
 
 
 def preview_text(page, name: str):
@@ -250,12 +228,6 @@ def test_researcher_sees_results_but_not_the_builder(live_server, browser):
     for path in ("build", "questions/new", "questions/q1/edit"):
         assert page.goto(f"{base}/surveys/shared-survey/{path}").status == 404, path
     page.context.close()
-
-
-def axe_violations(page) -> list[dict]:
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-    return [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
 
 
 def test_builder_pages_have_no_serious_accessibility_violations(live_server, browser):

@@ -40,8 +40,8 @@ from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
-from .conftest import SMALL_SPEC
-from .live import chromium, live_site
+from .live import live_site
+from .surveys import SMALL_SPEC
 
 STORAGE_KEY = "private-survey.secret"
 SUBMISSIONS_PER_MODE = 30
@@ -129,7 +129,7 @@ class Collect(logging.Handler):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, browser):
     made: dict = {}
 
     def setup(session):
@@ -155,12 +155,11 @@ def run(tmp_path_factory):
         picker = random.Random(20260)
         sent: list[Sent] = []
         try:
-            with chromium() as browser:
-                for mode, slug in MODES.items():
-                    for i in range(SUBMISSIONS_PER_MODE):
-                        truth = {key: picker.randrange(k) for key, k in options.items()}
-                        code = codes[i] if mode == "invitation" else None
-                        sent.append(submit(browser, base, slug, truth, code, mode))
+            for mode, slug in MODES.items():
+                for i in range(SUBMISSIONS_PER_MODE):
+                    truth = {key: picker.randrange(k) for key, k in options.items()}
+                    code = codes[i] if mode == "invitation" else None
+                    sent.append(submit(browser, base, slug, truth, code, mode))
         finally:
             werkzeug_log.removeHandler(collect)
             werkzeug_log.setLevel(old_level)

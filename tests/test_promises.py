@@ -23,7 +23,7 @@ from survey.domain.specs import create_survey_from_spec
 from survey.domain.wording import overclaims
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
+from .surveys import SMALL_SPEC
 
 ONE_SIDED_SPEC = {
     "title": "Strong and weak designs",

@@ -26,9 +26,9 @@ from survey.domain.models import HeldSubmission, Submission, SubmissionReceipt, 
 from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .conftest import BACKENDS, SMALL_SPEC, make_config
+from .databases import BACKENDS, make_config, statements
 from .live import serve
-from .test_tallies import statements
+from .surveys import SMALL_SPEC
 
 GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
 KEY = "0123456789abcdef0123456789abcdef"

@@ -27,7 +27,7 @@ from survey.domain.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
-from .conftest import SMALL_SPEC
+from .surveys import SMALL_SPEC
 
 COMMON = {
     "title": "Staff wellbeing",

@@ -26,30 +26,10 @@ from survey.domain.tallies import survey_results
 from survey.platform.extensions import db
 from survey.privacy import Mechanism, estimate, mechanism_from_dict
 
-from .conftest import SMALL_SPEC
+from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS, N
 
 SLUG = SMALL_SPEC["slug"]
-KEYS = [q["key"] for q in SMALL_SPEC["questions"]]
 PAGES = ("results", "estimates.csv", "responses.csv", "codebook.json")
-
-
-def _codes(counts: list[int], shift: int) -> list[int]:
-    """Codes with the given counts, rotated so that the questions are not answered in lockstep."""
-    codes = [code for code, count in enumerate(counts) for _ in range(count)]
-    return codes[shift:] + codes[:shift]
-
-
-# 40 submissions. "often" has a reported share below GRR's off-diagonal chance, so its unbiased
-# estimate goes negative and the consistent estimate differs from it; "age" is skipped 10 times.
-N = 40
-DRUGS = _codes([14, 26], 3)
-MIRROR = _codes([25, 15], 11)
-OFTEN = _codes([20, 12, 6, 2], 17)
-AGE: list[int | None] = [None if i % 4 == 0 else (0 if i % 3 else 1) for i in range(N)]
-SUBMISSIONS = [
-    {k: v for k, v in zip(KEYS, values, strict=True) if v is not None}
-    for values in zip(DRUGS, MIRROR, OFTEN, AGE, strict=True)
-]
 
 
 def _expected_counts() -> dict[str, np.ndarray]:

@@ -36,8 +36,8 @@ from survey.domain.specs import create_survey_from_spec, parse_planning
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .conftest import SMALL_SPEC
-from .test_manage import FORM, GOOD, PASSWORD, add_survey, make_user, sign_in, stored, text
+from .accounts import PASSWORD, make_user, sign_in
+from .surveys import FORM, GOOD, SMALL_SPEC, add_survey, stored, text
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -7,7 +7,6 @@ import http.client
 import json
 import os
 import re
-import signal
 import socket
 import stat
 import subprocess
@@ -22,23 +21,17 @@ from alembic import command
 from sqlalchemy import select, text
 
 from survey import create_app
-from survey.domain.invitations import generate_codes
 from survey.domain.mixing import held_count
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
 from survey.domain.tallies import survey_counts, tally_mismatches
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
-from survey.platform.schema import alembic_config, upgrade_database
+from survey.platform.schema import alembic_config
 
-from .conftest import BACKENDS, SMALL_SPEC, limited_app, own_database
+from .databases import BACKENDS, limited_app, own_database
 from .live import serve
-from .test_durability import ANSWERS, free_port
-
-ROOT = Path(__file__).resolve().parents[1]
-GUNICORN = Path(sys.executable).parent / "gunicorn"
-AGENT = "Marker-Agent/1.0 (respondent phone)"
-
+from .servers import AGENT, ROOT, gunicorn, request_json
+from .surveys import GOOD
 
 # -- health ----------------------------------------------------------------------------------------
 
@@ -145,7 +138,7 @@ def test_trusted_proxies_make_rate_limits_count_the_forwarded_address(tmp_path, 
     def statuses(client, address: str) -> list[int]:
         headers = {"X-Forwarded-For": address}
         return [
-            client.post("/api/surveys/small-test/responses", json={"answers": ANSWERS}, headers=headers).status_code
+            client.post("/api/surveys/small-test/responses", json={"answers": GOOD}, headers=headers).status_code
             for _ in range(3)
         ]
 
@@ -167,74 +160,14 @@ def served(request, tmp_path):
     """gunicorn (survey.platform.gunicorn_conf, two workers) on a migrated database of its own; yields
     (port, database url, log path)."""
     with own_database(request.param, tmp_path, "served") as url:
-        yield from _gunicorn(url, tmp_path)
+        yield from gunicorn(url, tmp_path)
 
 
 @pytest.fixture
 def served_on_sqlite(tmp_path):
     """:func:`served` on SQLite only, for what does not depend on the database."""
     with own_database("sqlite", tmp_path, "served") as url:
-        yield from _gunicorn(url, tmp_path)
-
-
-def _gunicorn(url: str, tmp_path):
-    """Migrate ``url``, add a link survey and a coded one, run gunicorn on it until closed."""
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t"})
-    with app.app_context():
-        upgrade_database()
-        create_survey_from_spec(db.session, SMALL_SPEC)
-        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": "coded", "access": "invitation"})
-        db.session.flush()
-        generate_codes(db.session, survey, 20)
-        db.session.commit()
-        db.engine.dispose()
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": "serving-test-" + "x" * 40,
-        "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": "2",
-        "SUBMISSION_RATE_LIMIT": "100000 per minute",
-    }
-    env.pop("SURVEY_ENV", None)  # the entry point's own default: production
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(GUNICORN), "-c", "python:survey.platform.gunicorn_conf", "survey.platform.wsgi:app"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status, _ = request_json(port, "GET", "/health")
-                if status == 200:
-                    break
-            except OSError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "gunicorn did not become healthy"
-            time.sleep(0.2)
-        yield port, url, log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-
-
-def request_json(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        headers = {"Content-Type": "application/json", "User-Agent": AGENT}
-        conn.request(method, path, None if body is None else json.dumps(body), headers)
-        response = conn.getresponse()
-        raw = response.read()
-        return response.status, json.loads(raw) if raw.startswith(b"{") else {}
-    finally:
-        conn.close()
+        yield from gunicorn(url, tmp_path)
 
 
 def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_identifying(served):
@@ -244,7 +177,7 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
 
     def load(worker: int) -> None:
         for _ in range(40):
-            status, _ = request_json(port, "POST", "/api/surveys/small-test/responses", {"answers": ANSWERS})
+            status, _ = request_json(port, "POST", "/api/surveys/small-test/responses", {"answers": GOOD})
             with lock:
                 statuses[status] += 1
 
@@ -260,7 +193,7 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
     with app.app_context():
         code = db.session.scalar(text("SELECT code FROM invitations LIMIT 1"))
     assert request_json(port, "GET", f"/s/coded?code={code}")[0] == 200
-    body = {"answers": ANSWERS, "invitation": code}
+    body = {"answers": GOOD, "invitation": code}
     assert request_json(port, "POST", "/api/surveys/coded/responses", body)[0] == 201
     assert request_json(port, "POST", "/api/surveys/coded/responses", body)[0] == 403
 
@@ -300,7 +233,7 @@ def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_templa
     started = []
     monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
     statuses = Counter(
-        client.post("/api/surveys/small-test/responses", json={"answers": ANSWERS}).status_code for _ in range(160)
+        client.post("/api/surveys/small-test/responses", json={"answers": GOOD}).status_code for _ in range(160)
     )
     assert statuses == {201: 150, 429: 10}  # the limit still holds
     assert started == []
@@ -382,7 +315,7 @@ def test_slow_clients_do_not_keep_a_respondent_waiting(served_on_sqlite):
         answered = []
         for method, path, body, expected in (
             ("GET", "/s/small-test", None, 200),
-            ("POST", "/api/surveys/small-test/responses", {"answers": ANSWERS}, 201),
+            ("POST", "/api/surveys/small-test/responses", {"answers": GOOD}, 201),
             ("GET", "/health", None, 200),
         ):
             begun = time.monotonic()
@@ -425,10 +358,10 @@ def test_a_body_over_the_limit_is_refused_whatever_its_framing(served_on_sqlite)
     under Werkzeug's development server alike, a chunked body over the limit is now refused too,
     and one of exactly the limit is still taken."""
     gunicorn_port, url, _ = served_on_sqlite
-    submission = json.dumps({"answers": ANSWERS}).encode()
+    submission = json.dumps({"answers": GOOD}).encode()
     oversized = submission + b" " * 200_000
     exactly = submission + b" " * (LIMIT - len(submission))
-    form = "&".join(f"q_{key}={value}" for key, value in ANSWERS.items()).encode()
+    form = "&".join(f"q_{key}={value}" for key, value in GOOD.items()).encode()
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t", "RATELIMIT_ENABLED": False})
     stored = 0
     with serve(app) as development_port:

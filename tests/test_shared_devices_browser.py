@@ -46,7 +46,7 @@ from survey.domain.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import live_site
-from .test_browser import axe_violations, reference_report, session_cookie_payload
+from .pages import axe_violations, reference_report, session_cookie_payload
 
 RESPONDENTS = 20
 #: Significance of each question's goodness-of-fit test. The words are seeded, so the outcome is

@@ -15,7 +15,7 @@ from survey.domain.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, GeneralizedRR, Warner
 
-from .conftest import SMALL_SPEC
+from .surveys import SMALL_SPEC
 
 
 def _count(model) -> int:

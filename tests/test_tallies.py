@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 
 from survey.domain.analysis import compare
 from survey.domain.exports import estimates_document
@@ -28,48 +27,14 @@ from survey.domain.tallies import (
 )
 from survey.platform.extensions import db
 
-from .conftest import SMALL_SPEC
+from .databases import statements
 from .live import serve
-from .test_durability import post
-
-GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
+from .servers import post
+from .surveys import GOOD, SMALL_SPEC
 
 
 def the_survey(slug: str = "small-test") -> Survey:
     return db.session.scalar(select(Survey).where(Survey.slug == slug))
-
-
-@contextmanager
-def statements(app):
-    """Collect every SQL statement the app sends to its database while the block runs: those
-    SQLAlchemy sends, and on PostgreSQL also those sent on the driver's own cursor."""
-    seen: list[str] = []
-    with app.app_context():
-        engine = db.engine
-    if engine.dialect.name == "postgresql":
-        import psycopg
-
-        original = psycopg.Cursor.execute
-
-        def execute(self, query, *args, **kwargs):
-            seen.append(query if isinstance(query, str) else str(query))
-            return original(self, query, *args, **kwargs)
-
-        psycopg.Cursor.execute = execute
-        try:
-            yield seen
-        finally:
-            psycopg.Cursor.execute = original
-        return
-
-    def listener(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", listener)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", listener)
 
 
 def random_answers(rng) -> dict:

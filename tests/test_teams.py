@@ -23,9 +23,9 @@ from survey.domain.links import LIFETIMES, now
 from survey.domain.models import AccountLink, LoginSession, Membership, Survey, User
 from survey.platform.extensions import db
 
-from .conftest import limited_app
+from .accounts import make_user, sign_in
+from .databases import limited_app
 from .smtp import LINK, smtp_server
-from .test_manage import make_user, sign_in
 
 OWNER_PASSWORD = "correct horse battery"
 NEW_PASSWORD = "a brand new password"
@@ -236,8 +236,7 @@ def test_an_expired_link_is_dead_and_says_so(app, signed_in, small_survey):
 
 
 def test_an_account_takes_up_only_the_invitation_it_was_made_with(app, signed_in, small_survey):
-    from .conftest import SMALL_SPEC
-    from .test_manage import add_survey
+    from .surveys import SMALL_SPEC, add_survey
 
     allow_invitations(app)
     other = add_survey(app, {**SMALL_SPEC, "slug": "second", "title": "Second survey"})

@@ -18,10 +18,10 @@ from playwright.sync_api import expect
 from survey.domain.models import User
 from survey.domain.specs import create_survey_from_spec
 
-from .conftest import SMALL_SPEC
 from .live import PHONE, live_site
+from .pages import axe_violations, new_page, sign_in
 from .smtp import smtp_server
-from .test_browser import axe_violations
+from .surveys import SMALL_SPEC
 
 OWNER = ("olivia", "organizer password 1")
 DESKTOP = {"width": 1280, "height": 900}
@@ -45,26 +45,6 @@ def live_server(tmp_path_factory, mailbox):
 
     with live_site(tmp_path_factory.mktemp("teams"), "teams-browser-tests", setup, **mailbox.config()) as site:
         yield site
-
-
-def new_page(browser, viewport=PHONE, **options):
-    """A fresh context (its own cookies), recording what the CSP blocks."""
-    context = browser.new_context(viewport=viewport, **options)
-    page = context.new_page()
-    page.csp_errors = []  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        lambda m: page.csp_errors.append(m.text) if "Content Security Policy" in m.text else None,  # type: ignore[attr-defined]
-    )
-    return page
-
-
-def sign_in(page, base: str, who: tuple[str, str]) -> None:
-    page.goto(f"{base}/auth/login")
-    page.fill("#username", who[0])
-    page.fill("#password", who[1])
-    with page.expect_navigation():
-        page.click("button[type=submit]")
 
 
 def invite(page, base: str, who: str, role: str = "researcher") -> None:

@@ -30,10 +30,12 @@ from survey.domain.models import AccountLink, Membership, Survey, User
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
 
-from .conftest import BACKENDS, SMALL_SPEC, limited_app, make_config
+from .accounts import make_user, sign_in
+from .databases import BACKENDS, limited_app, make_config
 from .live import serve
-from .smtp import LINK, free_port, smtp_server
-from .test_manage import add_survey, make_user, sign_in
+from .servers import free_port
+from .smtp import LINK, smtp_server
+from .surveys import SMALL_SPEC, add_survey
 
 PASSWORD = "correct horse battery"
 NEW_PASSWORD = "a brand new password"

@@ -1,0 +1,117 @@
+"""Talking to a served app over real HTTP, and serving one with gunicorn as production does.
+
+The in-process server (``serve``, ``live_site``) is in tests/live.py; this module holds what the tests
+of durability, serving, tallies and faults share on top: a free port, a JSON post to the submission
+API, and gunicorn on a migrated database.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from survey import create_app
+from survey.domain.invitations import generate_codes
+from survey.domain.specs import create_survey_from_spec
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
+
+from .surveys import SMALL_SPEC
+
+ROOT = Path(__file__).resolve().parents[1]
+GUNICORN = Path(sys.executable).parent / "gunicorn"
+#: The small survey's submission API.
+SUBMIT_PATH = "/api/surveys/small-test/responses"
+#: A User-Agent that the logs must never show (tests/test_serving.py).
+AGENT = "Marker-Agent/1.0 (respondent phone)"
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 a moment ago (for a server in another process, which binds it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port: int, body: dict, timeout: float = 5.0) -> tuple[int, dict]:
+    """POST ``body`` as JSON to the small survey's submission API; returns the status and JSON body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", SUBMIT_PATH, json.dumps(body), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        conn.close()
+
+
+def request_json(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    """One request with a JSON body (if any) and :data:`AGENT`; returns the status and JSON body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        headers = {"Content-Type": "application/json", "User-Agent": AGENT}
+        conn.request(method, path, None if body is None else json.dumps(body), headers)
+        response = conn.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw) if raw.startswith(b"{") else {}
+    finally:
+        conn.close()
+
+
+def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
+    """Migrate ``url``, add a link survey and a coded one, run gunicorn on it until closed.
+
+    A generator (a fixture's body: ``yield from gunicorn(...)``, or wrapped in
+    ``contextlib.contextmanager``); yields the port, the URL and the log file.
+    """
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t"})
+    with app.app_context():
+        upgrade_database()
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": "coded", "access": "invitation"})
+        db.session.flush()
+        generate_codes(db.session, survey, 20)
+        db.session.commit()
+        db.engine.dispose()
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SECRET_KEY": "serving-test-" + "x" * 40,
+        "BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "2",
+        "SUBMISSION_RATE_LIMIT": "100000 per minute",
+    }
+    env.pop("SURVEY_ENV", None)  # the entry point's own default: production
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(GUNICORN), "-c", "python:survey.platform.gunicorn_conf", "survey.platform.wsgi:app"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, _ = request_json(port, "GET", "/health")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "gunicorn did not become healthy"
+            time.sleep(0.2)
+        yield port, url, log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)

@@ -1,0 +1,128 @@
+"""The surveys the tests build, the answers they send, and small readers of what got stored.
+
+Shared here, not in a test module, so that a test file never imports another (tests/test_layout.py
+holds that): the small survey most tests use, one good answer to it, the forty submissions the
+results and export tests count, and the survey the live-status tests answer until precise enough.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from sqlalchemy import func, select
+
+from survey.domain.models import Answer, HeldSubmission, Submission, Survey, User
+from survey.domain.specs import create_survey_from_spec
+from survey.platform.extensions import db
+
+SMALL_SPEC = {
+    "title": "Small test survey",
+    "slug": "small-test",
+    "introduction": "For tests.",
+    "questions": [
+        {
+            "key": "drugs",
+            "kind": "yes_no",
+            "text": "Have you used drugs?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+        },
+        {"key": "mirror", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": 0.75}},
+        {
+            "key": "often",
+            "kind": "choice",
+            "text": "How often?",
+            "options": ["never", "sometimes", "often", "always"],
+            "privacy": {"design": "grr", "epsilon": 1.0},
+        },
+        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
+    ],
+}
+#: One valid answer to SMALL_SPEC (stored codes), as the JSON API takes it ...
+GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
+#: ... and as the respondent's form posts it.
+FORM = {f"q_{k}": str(v) for k, v in GOOD.items()}
+
+KEYS = [q["key"] for q in SMALL_SPEC["questions"]]
+
+
+def _codes(counts: list[int], shift: int) -> list[int]:
+    """Codes with the given counts, rotated so that the questions are not answered in lockstep."""
+    codes = [code for code, count in enumerate(counts) for _ in range(count)]
+    return codes[shift:] + codes[:shift]
+
+
+# 40 submissions to SMALL_SPEC. "often" has a reported share below GRR's off-diagonal chance, so its
+# unbiased estimate goes negative and the consistent estimate differs from it; "age" is skipped 10
+# times.
+N = 40
+DRUGS = _codes([14, 26], 3)
+MIRROR = _codes([25, 15], 11)
+OFTEN = _codes([20, 12, 6, 2], 17)
+AGE: list[int | None] = [None if i % 4 == 0 else (0 if i % 3 else 1) for i in range(N)]
+SUBMISSIONS = [
+    {k: v for k, v in zip(KEYS, values, strict=True) if v is not None}
+    for values in zip(DRUGS, MIRROR, OFTEN, AGE, strict=True)
+]
+
+#: A survey with a target margin, for the live status and the automatic close.
+LIVE_SPEC = {
+    "title": "Live",
+    "slug": "live",
+    "target_margin": 0.25,
+    "questions": [
+        {
+            "key": "smoked",
+            "kind": "yes_no",
+            "text": "Smoked?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.75, "yes_probability": 0.5},
+        },
+        {"key": "group", "kind": "direct", "text": "Group?", "options": ["a", "b"]},
+    ],
+}
+
+
+def add_survey(app, spec: dict, owner: str = "alice") -> str:
+    """Create ``spec``'s survey owned by the user named ``owner``; returns its slug."""
+    with app.app_context():
+        user = db.session.scalar(select(User).where(User.username == owner))
+        survey = create_survey_from_spec(db.session, spec, owner=user)
+        db.session.commit()
+        return survey.slug
+
+
+def survey_row(app, slug: str) -> Survey:
+    """A detached snapshot of the survey's scalar columns."""
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        db.session.expunge(survey)
+        return survey
+
+
+def count(app, model) -> int:
+    """Rows of ``model``'s table."""
+    with app.app_context():
+        return db.session.scalar(select(func.count()).select_from(model))
+
+
+def stored(app) -> tuple[int, int]:
+    """Submissions and answers stored, those held for release in a batch (a survey by invitation,
+    survey/domain/mixing.py) included."""
+    with app.app_context():
+        held = db.session.scalars(select(HeldSubmission.answers)).all()
+    return count(app, Submission) + len(held), count(app, Answer) + sum(len(a) for a in held)
+
+
+def text(response) -> str:
+    """A test client response's body as text."""
+    return response.get_data(as_text=True)
+
+
+def make_codes(signed_in, n: int, slug: str = "small-test") -> list[dict[str, str]]:
+    """Switch the survey to invitation codes through the organizer's pages, make ``n``, and return
+    the rows of the downloaded CSV."""
+    assert signed_in.post(f"/surveys/{slug}/access", data={"access": "invitation"}).status_code == 303
+    assert signed_in.post(f"/surveys/{slug}/invitations", data={"count": str(n)}).status_code == 303
+    response = signed_in.get(f"/surveys/{slug}/invitations.csv")
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(text(response))))
