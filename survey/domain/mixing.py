@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,23 +43,18 @@ from .base import begin_writing
 from .models import (
     TALLY_SHARDS,
     Answer,
-    DayTally,
     HeldSubmission,
     Submission,
     Survey,
     accepting_on,
     today,
 )
-from .writes import NOTHING_MORE, Feeds, what_it_feeds
+from .writes import Feeds, what_it_feeds
 
 #: How many coded submissions are released together: each is hidden among this many.
 BATCH = 10
 
 _random = secrets.SystemRandom()
-
-
-#: What the tallies need to know of a question (:func:`survey.domain.writes.what_it_feeds`).
-Kinds = Feeds
 
 
 def held_count(session: Session, survey_id: int) -> int:
@@ -158,8 +152,8 @@ def _take_back_latest(
     session: Session, survey_id: int, count: int, kinds: Mapping[int, Feeds]
 ) -> list[tuple[dt.date, list[tuple[int, int]]]]:
     """Remove the survey's ``count`` most recently released submissions (the highest ids: a random
-    part of the last batch) to release them again with the last few held ones, and take their days
-    out of the day tallies (the group gets one date). Their other tallies stay as they are."""
+    part of the last batch) to release them again with the last few held ones, and take them out of
+    the dated tallies (the day tallies: the group gets one date). Their other tallies stay as they are."""
     rows = session.execute(
         select(Submission.id, Submission.submitted_on)
         .where(Submission.survey_id == survey_id)
@@ -177,48 +171,46 @@ def _take_back_latest(
     ):
         answers[submission_id].append((q, v))
     days = {r[0]: r[1] for r in rows}
-    taken = Counter((q, v, days[i]) for i in ids for q, v in answers[i] if kinds.get(q, NOTHING_MORE).randomized)
-    _uncount_days(session, taken)
+    for tally in writes.TALLIES:
+        if tally.dated:  # what they added there, by the declaration itself
+            _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
     session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
     session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
     return [(days[i], answers[i]) for i in ids]
 
 
-def _uncount_days(session: Session, taken: Counter[tuple[int, int, dt.date]]) -> None:
-    """Subtract ``taken`` from the day tallies, shard by shard, deleting rows that reach zero."""
-    for (q, v, day), count in sorted(taken.items()):
-        rows = session.execute(
-            select(DayTally.shard, DayTally.count)
-            .where(DayTally.question_id == q, DayTally.value == v, DayTally.day == day)
-            .order_by(DayTally.shard)
-        ).all()
+def _uncount(session: Session, tally: writes.Tally, cells: Sequence[Any]) -> None:
+    """Subtract ``cells`` (rows of keys and a count) from ``tally``, shard by shard, deleting rows
+    that reach zero."""
+    table = tally.table
+    for *key, count in sorted(cells):
+        cell = [table.c[k] == v for k, v in zip(tally.keys, key, strict=True)]
+        rows = session.execute(select(table.c.shard, table.c["count"]).where(*cell).order_by(table.c.shard)).all()
         for shard, have in rows:
             if count <= 0:
                 break
             take = min(count, have)
             count -= take
-            where = (DayTally.question_id == q, DayTally.value == v, DayTally.day == day, DayTally.shard == shard)
+            where = (*cell, table.c.shard == shard)
             if take == have:
-                session.execute(delete(DayTally).where(*where).execution_options(synchronize_session=False))
+                session.execute(delete(table).where(*where))
             else:
-                session.execute(DayTally.__table__.update().where(*where).values(count=DayTally.count - take))
+                session.execute(table.update().where(*where).values(count=table.c["count"] - take))
         if count > 0:  # pragma: no cover - the tallies disagree with the answers: recount --fix repairs them
-            raise RuntimeError(f"day tallies of question {q} miss {count} answers on {day}")
+            raise RuntimeError(f"{tally.label} miss {count} at {tuple(key)}")
 
 
 def _count(session: Session, new: Sequence[int], group: Sequence[int], feeds: Mapping[int, Feeds]) -> None:
-    """Add the newly released submissions (ids ``new``) to every tally, and the submissions taken back
-    to be released again with them (the rest of ``group``, re-dated) to the day tallies alone (their
-    other tallies counted them already), on one random shard: the tallies of
-    :data:`survey.domain.writes.TALLIES`, read from the answers just inserted."""
+    """Add the newly released submissions (ids ``new``) to every tally of
+    :data:`survey.domain.writes.TALLIES`, read from the answers just inserted, and the submissions
+    taken back to be released again with them (the rest of ``group``) to the dated tallies alone:
+    they were re-dated, and their other tallies counted them already. All on one random shard."""
     dialect = session.get_bind().dialect.name
     shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
     connection = session.connection()
-    fresh = writes.stored(feeds, submission_ids=new)
+    fresh, whole = writes.stored(feeds, submission_ids=new), writes.stored(feeds, submission_ids=group)
     for tally in writes.TALLIES:
-        if tally.name != "days":
-            connection.execute(writes.upsert(dialect, tally, *fresh, shard))
-    connection.execute(writes.upsert(dialect, writes.TALLY["days"], *writes.stored(feeds, submission_ids=group), shard))
+        connection.execute(writes.upsert(dialect, tally, *(whole if tally.dated else fresh), shard))
 
 
 def kinds_of(fields: Sequence[Any]) -> dict[int, Feeds]:

@@ -442,14 +442,14 @@ def write_submission(
     begin_writing(session)
     connection = session.connection()
     statements = writes.sqlite_submission()
-    inserted = connection.execute(statements.insert, params).first()
+    inserted = connection.exec_driver_sql(statements.insert.sql, statements.insert.params(params)).first()
     if inserted is None:
         return Written(False)
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
     params["submission_id"], auto_close = inserted
     for statement in statements.writes:
-        connection.execute(statement, params)
+        connection.exec_driver_sql(statement.sql, statement.params(params))
     return Written(True, bool(auto_close))
 
 
