@@ -154,6 +154,8 @@ def run_submissions(app, sent_by_link: list[dict], sent_by_code: list[dict]) -> 
             assert tally_mismatches(db.session, survey) == []  # the recount agrees
             found[slug] = (stored_tallies(slug), stored_answers(slug))
         db.session.remove()
+    recounted = app.test_cli_runner().invoke(args=["recount"])  # flask recount: the same declaration
+    assert recounted.exit_code == 0 and recounted.output.count("tallies agree") == 2, recounted.output
     return found
 
 

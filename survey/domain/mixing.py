@@ -35,7 +35,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import SmallInteger, delete, func, insert, literal, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from . import writes
@@ -127,8 +127,8 @@ def release(
     ]
     if rows:
         session.execute(insert(Answer), rows)
-    new = [submission_id for submission_id, (_, _, is_new) in zip(ids, group, strict=True) if is_new]
-    _count(session, new, ids, kinds)
+    released = [(submission_id, answers, fresh) for submission_id, (_, answers, fresh) in zip(ids, group, strict=True)]
+    _count(session, released, day, kinds, survey_id)
     session.commit()
     return len(held)
 
@@ -200,17 +200,21 @@ def _uncount(session: Session, tally: writes.Tally, cells: Sequence[Any]) -> Non
             raise RuntimeError(f"{tally.label} miss {count} at {tuple(key)}")
 
 
-def _count(session: Session, new: Sequence[int], group: Sequence[int], feeds: Mapping[int, Feeds]) -> None:
-    """Add the newly released submissions (ids ``new``) to every tally of
-    :data:`survey.domain.writes.TALLIES`, read from the answers just inserted, and the submissions
-    taken back to be released again with them (the rest of ``group``) to the dated tallies alone:
-    they were re-dated, and their other tallies counted them already. All on one random shard."""
+def _count(
+    session: Session,
+    released: list[tuple[int, list[tuple[int, int]], bool]],
+    day: dt.date,
+    feeds: Mapping[int, Feeds],
+    survey_id: int,
+) -> None:
+    """Add the batch (id, answers, whether newly released) to the tallies on one random shard, by
+    the declaration (:func:`survey.domain.writes.batch_statements`): one statement on PostgreSQL."""
     dialect = session.get_bind().dialect.name
-    shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
+    shard = _random.randrange(TALLY_SHARDS)
+    params = writes.batch_params(released, feeds, dialect, survey_id=survey_id, day=day, shard=shard)
     connection = session.connection()
-    fresh, whole = writes.stored(feeds, submission_ids=new), writes.stored(feeds, submission_ids=group)
-    for tally in writes.TALLIES:
-        connection.execute(writes.upsert(dialect, tally, *(whole if tally.dated else fresh), shard))
+    for statement in writes.batch_statements(dialect):
+        connection.exec_driver_sql(statement.sql, statement.params(params))
 
 
 def kinds_of(fields: Sequence[Any]) -> dict[int, Feeds]:

@@ -427,8 +427,8 @@ def write_submission(
     )
     if dialect == "postgresql":
         # The driver's own cursor for a statement compiled once from the declaration: SQLAlchemy's
-        # execution layer (and, outside a transaction, the session's) would cost more than the
-        # database spends on it (benchmarks/held_ingest.md).
+        # execution layer (and, outside a transaction, the session's) costs more CPU than the rest
+        # of the submission's write (benchmarks/write_path.md).
         statement = writes.postgresql_submission(receipt is not None)
         if _in_transaction(session):
             with session.connection().connection.driver_connection.cursor() as cursor:

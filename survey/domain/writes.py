@@ -11,10 +11,15 @@ recount are generated from :data:`TALLIES` by giving those two relations a diffe
   submission's row, all in one statement (:func:`postgresql_submission`), so one round trip;
 - one new submission on SQLite: the same parameters as a JSON array, in one statement per table and
   one transaction (:func:`sqlite_submission`);
-- a released batch of held submissions (:mod:`survey.domain.mixing`): the stored answers of the
-  submissions it just inserted (:func:`stored`);
+- a released batch of held submissions (:mod:`survey.domain.mixing`): the batch's answers and new
+  ids as parameters, like one submission's, in one statement on PostgreSQL (:func:`batch_statements`);
 - the recount (``flask recount``, :func:`survey.domain.tallies.tally_mismatches`): the stored
-  answers of a whole survey, grouped and compared with the tallies, or inserted in their place.
+  answers of a whole survey (:func:`stored`), grouped and compared with the tallies, or inserted in
+  their place (``--fix``); and the submissions a release takes back, to take them out of the dated
+  tallies before they are released again under one date.
+
+The statements a submission sends are compiled once, to text for the driver: SQLAlchemy's execution
+layer would cost about 0.2 ms of CPU per submission on top of 0.3 ms (benchmarks/write_path.md).
 
 What a question feeds is read through :func:`what_it_feeds` alone, so that a registry of question
 kinds can answer it later without any writer changing.
@@ -210,7 +215,7 @@ def stored(
     feeds: Mapping[int, Feeds], survey_id: int | None = None, submission_ids: Iterable[int] | None = None
 ) -> tuple[FromClause, FromClause]:
     """``reported`` and ``submitted`` from the stored answers: of survey ``survey_id`` (the recount),
-    or of the submissions ``submission_ids`` (a released batch). ``feeds`` maps question ids to what
+    or of the submissions ``submission_ids`` (those a release takes back). ``feeds`` maps question ids to what
     they feed (:func:`what_it_feeds`); a question missing from it feeds only its answer tally."""
     randomized = sorted(q for q, f in feeds.items() if f.randomized)
     paired = sorted(q for q, f in feeds.items() if f.paired)
@@ -463,3 +468,104 @@ def sqlite_submission_statements() -> tuple[Any, ...]:
     )
     shard = bindparam("shard", type_=SmallInteger)
     return (insert, answers, *(upsert("sqlite", t, reported, submitted, shard) for t in TALLIES))
+
+
+# -- a released batch: many submissions at once ----------------------------------------------------
+
+
+def batch_params(
+    released: list[tuple[int, list[tuple[int, int]], bool]], feeds: Mapping[int, Feeds], dialect: str, **given: Any
+) -> dict[str, Any]:
+    """The parameters of :func:`batch_statements` for the submissions of a released batch: (id,
+    answers, whether newly released) each; ``given`` holds ``survey_id``, ``day`` and ``shard``."""
+    rows = [
+        (submission_id, q, v, feeds.get(q, NOTHING_MORE), fresh)
+        for submission_id, answers, fresh in released
+        for q, v in answers
+    ]
+    fresh_ids = [submission_id for submission_id, _, fresh in released if fresh]
+    if dialect == "sqlite":
+        day = given.get("day")
+        return {
+            **given,
+            "day": day.isoformat() if day else day,
+            "reported": json.dumps([[s, q, v, f.randomized, f.paired, fresh] for s, q, v, f, fresh in rows]),
+            "released": json.dumps(fresh_ids),
+        }
+    return {
+        **given,
+        "submissions": [r[0] for r in rows],
+        "questions": [r[1] for r in rows],
+        "values": [r[2] for r in rows],
+        "randomized": [r[3].randomized for r in rows],
+        "paired": [r[3].paired for r in rows],
+        "fresh": [r[4] for r in rows],
+        "released": fresh_ids,
+    }
+
+
+@functools.cache
+def batch_statements(dialect: str) -> tuple[Compiled, ...]:
+    """Add a released batch to every tally of :data:`TALLIES`, from the parameters
+    (:func:`batch_params`): the newly released submissions to every tally, and those taken back to
+    be released again with them (re-dated) to the dated tallies alone, since their other tallies
+    counted them already. On PostgreSQL one statement; on SQLite one per tally (in the release's
+    transaction). Compiled once, for the driver as it is."""
+    day = bindparam("day", type_=Date)
+    shard = bindparam("shard", type_=SmallInteger)
+    survey_id = bindparam("survey_id", type_=Integer)
+    if dialect == "postgresql":
+        given = (
+            func.unnest(
+                bindparam("submissions", type_=ARRAY(Integer)),
+                bindparam("questions", type_=ARRAY(Integer)),
+                bindparam("values", type_=ARRAY(Integer)),
+                bindparam("randomized", type_=ARRAY(Boolean)),
+                bindparam("paired", type_=ARRAY(Boolean)),
+                bindparam("fresh", type_=ARRAY(Boolean)),
+            )
+            .table_valued(
+                column("submission_id", Integer),
+                column("question_id", Integer),
+                column("value", Integer),
+                column("randomized", Boolean),
+                column("paired", Boolean),
+                column("fresh", Boolean),
+                name="given",
+            )
+            .render_derived()
+        )
+        g = given.c
+        reported = select(
+            g.submission_id, g.question_id, g.value, day.label("day"), g.randomized, g.paired, g.fresh
+        ).cte("reported")
+        fresh = select(*reported.c).where(reported.c.fresh).cte("fresh")
+        ids = (
+            func.unnest(bindparam("released", type_=ARRAY(Integer)))
+            .table_valued(column("submission_id", Integer), name="released")
+            .render_derived()
+        )
+        submitted = select(ids.c.submission_id, survey_id.label("survey_id")).cte("submitted")
+        writes = [
+            upsert(dialect, t, reported if t.dated else fresh, submitted, shard).cte(f"counted_{t.name}")
+            for t in TALLIES
+        ]
+        return (_compile(select(func.count()).select_from(submitted).add_cte(*writes)),)
+    each = func.json_each(bindparam("reported", type_=String)).table_valued("value", name="given")
+    reported = select(
+        func.json_extract(each.c.value, "$[0]").label("submission_id"),
+        func.json_extract(each.c.value, "$[1]").label("question_id"),
+        func.json_extract(each.c.value, "$[2]").label("value"),
+        day.label("day"),
+        func.json_extract(each.c.value, "$[3]").label("randomized"),
+        func.json_extract(each.c.value, "$[4]").label("paired"),
+        func.json_extract(each.c.value, "$[5]").label("fresh"),
+    )
+    fresh = reported.where(func.json_extract(each.c.value, "$[5]")).subquery("reported")
+    ids = func.json_each(bindparam("released", type_=String)).table_valued("value", name="released")
+    submitted = select(ids.c.value.label("submission_id"), survey_id.label("survey_id")).subquery("submitted")
+    named = sqlite.dialect(paramstyle="named")
+    return tuple(
+        _compile(upsert(dialect, t, reported.subquery("reported") if t.dated else fresh, submitted, shard), named)
+        for t in TALLIES
+    )
