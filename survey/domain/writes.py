@@ -19,7 +19,8 @@ recount are generated from :data:`TALLIES` by giving those two relations a diffe
   tallies before they are released again under one date.
 
 The statements a submission sends are compiled once, to text for the driver: SQLAlchemy's execution
-layer would cost about 0.2 ms of CPU per submission on top of 0.3 ms (benchmarks/write_path.md).
+layer would add about two thirds to the CPU the app spends on a submission's write
+(benchmarks/write_path.md).
 
 What a question feeds is read through :func:`what_it_feeds` alone, so that a registry of question
 kinds can answer it later without any writer changing.
@@ -144,10 +145,15 @@ class Tally:
         """``SELECT <keys>, n``: what the source adds, per cell."""
         return self.rows(reported, submitted)
 
-    def with_shard(self, reported: FromClause, submitted: FromClause, shard: ColumnElement[int]) -> Select:
-        """``SELECT <keys>, shard, n``: the rows an insert into the table takes."""
+    def with_shard(
+        self, reported: FromClause, submitted: FromClause, shard: ColumnElement[int], one: bool = False
+    ) -> Select:
+        """``SELECT <keys>, shard, n``: the rows an insert into the table takes. With ``one`` (the
+        source is one submission, so each cell comes once) n is 1 and nothing is grouped."""
         rows = self.rows(reported, submitted)
         keys, n = list(rows.selected_columns)[:-1], list(rows.selected_columns)[-1]
+        if one:
+            rows, n = rows.group_by(None), literal(1, Integer).label("n")
         return rows.with_only_columns(*keys, shard.label("shard"), n, maintain_column_froms=True)
 
 
@@ -194,11 +200,18 @@ TALLIES: tuple[Tally, ...] = (
 TALLY = {t.name: t for t in TALLIES}
 
 
-def upsert(dialect: str, tally: Tally, reported: FromClause, submitted: FromClause, shard: ColumnElement[int]) -> Any:
+def upsert(
+    dialect: str,
+    tally: Tally,
+    reported: FromClause,
+    submitted: FromClause,
+    shard: ColumnElement[int],
+    one: bool = False,
+) -> Any:
     """``INSERT INTO <tally> SELECT ... ON CONFLICT (<keys>, shard) DO UPDATE SET count = count + n``
-    in ``dialect``'s own INSERT (both have ON CONFLICT)."""
+    in ``dialect``'s own INSERT (both have ON CONFLICT); ``one``: see :meth:`Tally.with_shard`."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    rows = tally.with_shard(reported, submitted, shard)
+    rows = tally.with_shard(reported, submitted, shard, one)
     if dialect == "sqlite":
         # SQLite reads "ON CONFLICT" after a join's ON as part of the join unless a WHERE comes between
         rows = rows.where(true())
@@ -369,13 +382,13 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
         .select_from(new_submission.join(given, true()))
         .cte("reported")
     )
-    submitted = select(new_submission.c.id.label("submission_id"), new_submission.c.survey_id).cte("submitted")
+    submitted = new_submission  # (its ``survey_id`` is all the submission tally reads)
     answers = postgresql.insert(Answer).from_select(
         ["submission_id", "question_id", "value"],
         select(reported.c.submission_id, reported.c.question_id, reported.c.value),
     )
     writes = [answers.cte("new_answers")]
-    writes += [upsert("postgresql", t, reported, submitted, shard).cte(f"counted_{t.name}") for t in TALLIES]
+    writes += [upsert("postgresql", t, reported, submitted, shard, one=True).cte(f"counted_{t.name}") for t in TALLIES]
     return select(accepting.c.auto_close).select_from(new_submission.join(accepting, true())).add_cte(*writes)
 
 
