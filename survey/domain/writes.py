@@ -263,6 +263,7 @@ def _accepting(day: ColumnElement[dt.date]) -> Select:
     )
 
 
+@functools.cache
 def accepting_statement() -> Select:
     """``SELECT id, auto_close FROM surveys WHERE <accepting>``: one row if the survey accepts."""
     return _accepting(bindparam("day", type_=Date))
@@ -282,6 +283,7 @@ def _receipt_insert(dialect: str, source: FromClause, day: ColumnElement[dt.date
     )
 
 
+@functools.cache
 def receipt_statement(dialect: str) -> Any:
     """Insert the receipt ``receipt`` of survey ``survey_id`` on ``day``; returns a row if it was new."""
     source = select(bindparam("survey_id", type_=Integer).label("id")).subquery("given")
