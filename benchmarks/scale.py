@@ -735,9 +735,10 @@ def _plain_inserts(
 
     import psycopg
 
-    from survey.domain.submissions import _postgresql_write
+    from survey.domain.writes import Feeds, postgresql_submission, submission_params
 
-    statement = _postgresql_write(len(question_ids), False)
+    statement = postgresql_submission(False)
+    feeds = {qid: Feeds(randomized=True, paired=True) for qid in question_ids}  # every question of SPEC is randomized
     day = dt.date.today()
     done = 0
     with psycopg.connect(url) as conn:
@@ -755,13 +756,18 @@ def _plain_inserts(
                             (sid, qid, value),
                         )
             else:  # the statement the app sends, from a bare loop
-                params: dict[str, Any] = {"survey_id": survey_id, "slug": PLAIN_SLUG, "access": "link"}
-                params.update(day=day, shard=random.randrange(16))
-                for i, (qid, value) in enumerate(zip(question_ids, values, strict=True)):
-                    params[f"q{i}"], params[f"v{i}"] = qid, value
-                    params[f"r{i}"] = params[f"p{i}"] = True  # every question of SPEC is randomized
+                params = submission_params(
+                    dict(zip(question_ids, values, strict=True)),
+                    feeds,
+                    "postgresql",
+                    survey_id=survey_id,
+                    slug=PLAIN_SLUG,
+                    access="link",
+                    day=day,
+                    shard=random.randrange(16),
+                )
                 conn.autocommit = True  # as the app sends it: one statement, its own transaction
-                assert conn.execute(statement, params).fetchone() is not None
+                assert conn.execute(statement.sql, statement.params(params)).fetchone() is not None
             done += 1
     out.put(done)
 

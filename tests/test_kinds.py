@@ -39,14 +39,6 @@ REGISTRY_FILE = ROOT / "survey" / "domain" / "kinds.py"
 
 #: Comparisons with a kind's name that are still allowed, each with the reason, as
 #: (file, the comparison as ast.unparse writes it). Keep it short; empty it when you can.
-ALLOWED = {
-    # The write path (answers and tallies, and their recount) is being rewritten apart from the
-    # registry (issue 26, part 3); these read whether a question is paired, which is
-    # kind_of(kind).paired / PAIRED_KINDS.
-    ("survey/domain/mixing.py", "q.kind != 'number'"),
-    ("survey/domain/tallies.py", "qa.kind != 'number'"),
-    ("survey/domain/tallies.py", "qb.kind != 'number'"),
-}
 
 
 def _strings(node: ast.AST) -> set[str]:
@@ -107,20 +99,8 @@ def test_no_python_outside_the_registry_branches_on_a_kind_name():
             continue
         where = str(path.relative_to(ROOT))
         for line, code in kind_name_branches(path.read_text(encoding="utf-8"), names):
-            if (where, code) not in ALLOWED:
-                found.append(f"{where}:{line}: {code}")
+            found.append(f"{where}:{line}: {code}")
     assert not found, "ask the kind (survey.domain.kinds) instead of comparing its name:\n" + "\n".join(found)
-
-
-def test_the_allowed_comparisons_still_exist():
-    """An allowance that no longer matches anything is removed, so that the list only shrinks."""
-    names = set(KINDS)
-    seen = {
-        (str(path.relative_to(ROOT)), code)
-        for path in (ROOT / "survey").rglob("*.py")
-        for _, code in kind_name_branches(path.read_text(encoding="utf-8"), names)
-    }
-    assert ALLOWED <= seen, sorted(ALLOWED - seen)
 
 
 def _page_comparisons(text: str, names: set[str]) -> list[str]:

@@ -32,39 +32,29 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
+from . import writes
 from .base import begin_writing
 from .models import (
     TALLY_SHARDS,
     Answer,
-    DayTally,
     HeldSubmission,
     Submission,
     Survey,
     accepting_on,
     today,
 )
+from .writes import Feeds, what_it_feeds
 
 #: How many coded submissions are released together: each is hidden among this many.
 BATCH = 10
 
 _random = secrets.SystemRandom()
-
-
-@dataclass(frozen=True)
-class Kinds:
-    """What the tallies need to know of a question: whether its answers are randomized (day tallies)
-    and whether they enter the pair tallies."""
-
-    randomized: bool
-    paired: bool
 
 
 def held_count(session: Session, survey_id: int) -> int:
@@ -86,7 +76,7 @@ def hold(session: Session, survey_id: int, day: dt.date, values: Mapping[int, in
 def release(
     session: Session,
     survey_id: int,
-    kinds: Mapping[int, Kinds],
+    kinds: Mapping[int, Feeds],
     batch: int = BATCH,
     force: bool = False,
 ) -> int:
@@ -95,7 +85,7 @@ def release(
 
     Racing releases of one survey serialize on the held rows (PostgreSQL) or the write lock (SQLite):
     each held row is released once. ``kinds`` maps every question id of the survey to its
-    :class:`Kinds`.
+    :class:`~survey.domain.writes.Feeds`.
     """
     begin_writing(session)
     held = session.execute(
@@ -106,14 +96,20 @@ def release(
     if not held or (len(held) < batch and not force):
         session.rollback()
         return 0
-    group: list[tuple[dt.date, list[tuple[int, int]]]] = [
-        (day if isinstance(day, dt.date) else dt.date.fromisoformat(day), [(int(q), int(v)) for q, v in answers])
+    # (day, answers, whether newly released rather than taken back)
+    group: list[tuple[dt.date, list[tuple[int, int]], bool]] = [
+        (
+            day if isinstance(day, dt.date) else dt.date.fromisoformat(day),
+            [(int(q), int(v)) for q, v in answers],
+            True,
+        )
         for day, answers in held
     ]
-    new = [answers for _, answers in group]
     if len(group) < batch:
-        group += _take_back_latest(session, survey_id, batch - len(group), kinds)
-    day = max(d for d, _ in group)
+        group += [
+            (d, answers, False) for d, answers in _take_back_latest(session, survey_id, batch - len(group), kinds)
+        ]
+    day = max(d for d, _, _ in group)
     _random.shuffle(group)
     # One multi-row insert: the ids come in the order the rows are listed, and the i-th smallest id
     # goes to the i-th submission of the shuffled group.
@@ -126,12 +122,13 @@ def release(
     )
     rows = [
         {"submission_id": submission_id, "question_id": q, "value": v}
-        for submission_id, (_, answers) in zip(ids, group, strict=True)
+        for submission_id, (_, answers, _) in zip(ids, group, strict=True)
         for q, v in answers
     ]
     if rows:
         session.execute(insert(Answer), rows)
-    _count(session, survey_id, new, [answers for _, answers in group], day, kinds)
+    released = [(submission_id, answers, fresh) for submission_id, (_, answers, fresh) in zip(ids, group, strict=True)]
+    _count(session, released, day, kinds, survey_id)
     session.commit()
     return len(held)
 
@@ -146,17 +143,17 @@ def release_if_closed(session: Session, survey: Survey, batch: int = BATCH) -> i
     return release(session, survey.id, question_kinds(survey), batch, force=True)
 
 
-def question_kinds(survey: Survey) -> dict[int, Kinds]:
-    """The :class:`Kinds` of each of the survey's questions, from its models."""
-    return {q.id: Kinds(q.is_randomized, q.kind != "number") for q in survey.questions}
+def question_kinds(survey: Survey) -> dict[int, Feeds]:
+    """What each of the survey's questions feeds (:func:`survey.domain.writes.what_it_feeds`)."""
+    return {q.id: what_it_feeds(q) for q in survey.questions}
 
 
 def _take_back_latest(
-    session: Session, survey_id: int, count: int, kinds: Mapping[int, Kinds]
+    session: Session, survey_id: int, count: int, kinds: Mapping[int, Feeds]
 ) -> list[tuple[dt.date, list[tuple[int, int]]]]:
     """Remove the survey's ``count`` most recently released submissions (the highest ids: a random
-    part of the last batch) to release them again with the last few held ones, and take their days
-    out of the day tallies (the group gets one date). Their other tallies stay as they are."""
+    part of the last batch) to release them again with the last few held ones, and take them out of
+    the dated tallies (the day tallies: the group gets one date). Their other tallies stay as they are."""
     rows = session.execute(
         select(Submission.id, Submission.submitted_on)
         .where(Submission.survey_id == survey_id)
@@ -174,98 +171,52 @@ def _take_back_latest(
     ):
         answers[submission_id].append((q, v))
     days = {r[0]: r[1] for r in rows}
-    taken = Counter((q, v, days[i]) for i in ids for q, v in answers[i] if kinds.get(q, Kinds(False, False)).randomized)
-    _uncount_days(session, taken)
+    for tally in writes.TALLIES:
+        if tally.dated:  # what they added there, by the declaration itself
+            _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
     session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
     session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
     return [(days[i], answers[i]) for i in ids]
 
 
-def _uncount_days(session: Session, taken: Counter[tuple[int, int, dt.date]]) -> None:
-    """Subtract ``taken`` from the day tallies, shard by shard, deleting rows that reach zero."""
-    for (q, v, day), count in sorted(taken.items()):
-        rows = session.execute(
-            select(DayTally.shard, DayTally.count)
-            .where(DayTally.question_id == q, DayTally.value == v, DayTally.day == day)
-            .order_by(DayTally.shard)
-        ).all()
+def _uncount(session: Session, tally: writes.Tally, cells: Sequence[Any]) -> None:
+    """Subtract ``cells`` (rows of keys and a count) from ``tally``, shard by shard, deleting rows
+    that reach zero."""
+    table = tally.table
+    for *key, count in sorted(cells):
+        cell = [table.c[k] == v for k, v in zip(tally.keys, key, strict=True)]
+        rows = session.execute(select(table.c.shard, table.c["count"]).where(*cell).order_by(table.c.shard)).all()
         for shard, have in rows:
             if count <= 0:
                 break
             take = min(count, have)
             count -= take
-            where = (DayTally.question_id == q, DayTally.value == v, DayTally.day == day, DayTally.shard == shard)
+            where = (*cell, table.c.shard == shard)
             if take == have:
-                session.execute(delete(DayTally).where(*where).execution_options(synchronize_session=False))
+                session.execute(delete(table).where(*where))
             else:
-                session.execute(DayTally.__table__.update().where(*where).values(count=DayTally.count - take))
+                session.execute(table.update().where(*where).values(count=table.c["count"] - take))
         if count > 0:  # pragma: no cover - the tallies disagree with the answers: recount --fix repairs them
-            raise RuntimeError(f"day tallies of question {q} miss {count} answers on {day}")
-
-
-_UPSERTS = {
-    "answer": "INSERT INTO answer_tallies (question_id, value, shard, count) VALUES (:q, :v, :shard, :n) "
-    "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + excluded.count",
-    "submission": "INSERT INTO submission_tallies (survey_id, shard, count) VALUES (:s, :shard, :n) "
-    "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + excluded.count",
-    "pair": "INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count) "
-    "VALUES (:q, :v, :o, :ov, :shard, :n) ON CONFLICT (question_id, value, other_id, other_value, shard) "
-    "DO UPDATE SET count = pair_tallies.count + excluded.count",
-    "day": "INSERT INTO day_tallies (question_id, value, day, shard, count) VALUES (:q, :v, :day, :shard, :n) "
-    "ON CONFLICT (question_id, value, day, shard) DO UPDATE SET count = day_tallies.count + excluded.count",
-}
+            raise RuntimeError(f"{tally.label} miss {count} at {tuple(key)}")
 
 
 def _count(
     session: Session,
-    survey_id: int,
-    new: Sequence[Sequence[tuple[int, int]]],
-    group: Sequence[Sequence[tuple[int, int]]],
+    released: list[tuple[int, list[tuple[int, int]], bool]],
     day: dt.date,
-    kinds: Mapping[int, Kinds],
+    feeds: Mapping[int, Feeds],
+    survey_id: int,
 ) -> None:
-    """Add the newly released submissions (``new``) to the answer, pair and submission tallies, and the
-    whole ``group`` (re-dated) to the day tallies, on one random shard, rows in key order (as every
-    writer of the tallies does, so that two writers never wait for each other in a circle)."""
-
-    def kind(q: int) -> Kinds:
-        return kinds.get(q, Kinds(False, False))
-
-    answers: Counter[tuple[int, int]] = Counter()
-    pairs: Counter[tuple[int, int, int, int]] = Counter()
-    for reported in new:
-        ordered = sorted(reported)
-        answers.update(ordered)
-        for i, (a, va) in enumerate(ordered):
-            for b, vb in ordered[i + 1 :]:
-                if kind(a).paired and kind(b).paired and (kind(a).randomized or kind(b).randomized):
-                    pairs[(a, va, b, vb)] += 1
-    days: Counter[tuple[int, int]] = Counter((q, v) for reported in group for q, v in reported if kind(q).randomized)
+    """Add the batch (id, answers, whether newly released) to the tallies on one random shard, by
+    the declaration (:func:`survey.domain.writes.batch_statements`): one statement on PostgreSQL."""
+    dialect = session.get_bind().dialect.name
     shard = _random.randrange(TALLY_SHARDS)
-    iso = day.isoformat() if session.get_bind().dialect.name == "sqlite" else day
+    params = writes.batch_params(released, feeds, dialect, survey_id=survey_id, day=day, shard=shard)
     connection = session.connection()
-    if answers:
-        connection.execute(
-            text(_UPSERTS["answer"]),
-            [{"q": q, "v": v, "shard": shard, "n": n} for (q, v), n in sorted(answers.items())],
-        )
-    if pairs:
-        connection.execute(
-            text(_UPSERTS["pair"]),
-            [
-                {"q": a, "v": va, "o": b, "ov": vb, "shard": shard, "n": n}
-                for (a, va, b, vb), n in sorted(pairs.items())
-            ],
-        )
-    if days:
-        connection.execute(
-            text(_UPSERTS["day"]),
-            [{"q": q, "v": v, "day": iso, "shard": shard, "n": n} for (q, v), n in sorted(days.items())],
-        )
-    if new:
-        connection.execute(text(_UPSERTS["submission"]), {"s": survey_id, "shard": shard, "n": len(new)})
+    for statement in writes.batch_statements(dialect):
+        connection.exec_driver_sql(statement.sql, statement.params(params))
 
 
-def kinds_of(fields: Sequence[Any]) -> dict[int, Kinds]:
-    """The :class:`Kinds` of a submission form's fields (:class:`survey.domain.submissions.Field`)."""
-    return {f.id: Kinds(f.randomized, f.paired) for f in fields}
+def kinds_of(fields: Sequence[Any]) -> dict[int, Feeds]:
+    """What each of a submission form's fields (:class:`survey.domain.submissions.Field`) feeds."""
+    return {f.id: what_it_feeds(f) for f in fields}

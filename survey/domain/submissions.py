@@ -24,15 +24,16 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, TextClause, bindparam, func, select, text
+from sqlalchemy import Engine, bindparam, func, select
 from sqlalchemy.orm import Session, scoped_session
 
+from . import writes
 from .base import begin_writing
 from .errors import Conflict, DomainError, Forbidden
 from .invitations import INVITATION, USED_MESSAGE, check_code, claim, normalize, well_formed
 from .kinds import ANSWERS, kind_of
 from .live import close_if_precise
-from .mixing import BATCH, hold, kinds_of, release
+from .mixing import BATCH, hold, release
 from .models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
 from .receipts import key_hash, purge_old_receipts, received
 
@@ -52,15 +53,6 @@ class Field:
     maximum: int | None = None
     kind: str = "direct"
 
-    @property
-    def randomized(self) -> bool:
-        return kind_of(self.kind).randomized
-
-    @property
-    def paired(self) -> bool:
-        """Whether its answers enter the pair tallies (as its kind says: survey.domain.kinds)."""
-        return kind_of(self.kind).paired
-
     def check(self, value: Any) -> int:
         """The value to store for the answer ``value``, or a DomainError saying what is wrong: its
         kind checks it (survey.domain.kinds)."""
@@ -76,6 +68,11 @@ class SubmissionForm:
     slug: str
     access: str
     fields: tuple[Field, ...]
+
+    @functools.cached_property
+    def feeds(self) -> dict[int, writes.Feeds]:
+        """What each question feeds (:func:`survey.domain.writes.what_it_feeds`), worked out once."""
+        return {f.id: writes.what_it_feeds(f) for f in self.fields}
 
 
 #: slug → form, kept by the caller (the app keeps one per process); only published surveys enter.
@@ -283,7 +280,7 @@ def _after_storing(session: Session, form: SubmissionForm, written: Written, bat
     respondent. What fails is left for the next submission to do (the held rows stay held)."""
     try:
         if written.held >= batch:
-            release(session, form.survey_id, kinds_of(form.fields), batch)
+            release(session, form.survey_id, form.feeds, batch)
         if written.auto_close:
             close_if_precise(session, form.survey_id)
     except Exception:
@@ -340,27 +337,17 @@ def write_held(
     session's transaction, if and only if the survey accepts it by invitation at this moment and the
     code is unused (and, with ``receipt``, no submission with that key was stored); whether it was.
     The caller commits, or rolls back when nothing was written (a claim may have been made)."""
+    params: dict[str, Any] = {"survey_id": form.survey_id, "slug": form.slug, "access": "invitation", "day": day}
     if session.get_bind().dialect.name == "postgresql":
         # One statement in the session's transaction (the caller commits, or rolls a partial claim back).
-        params = {
-            "survey_id": form.survey_id,
-            "slug": form.slug,
-            "access": "invitation",
-            "day": day,
-            "code": claim_code,
-            "receipt": receipt,
-            "answers": json.dumps([[q, v] for q, v in sorted(values.items())]),
-        }
+        statement = writes.postgresql_hold(receipt is not None)
+        params.update(code=claim_code, receipt=receipt, answers=json.dumps([[q, v] for q, v in sorted(values.items())]))
         with session.connection().connection.driver_connection.cursor() as cursor:
-            cursor.execute(_postgresql_hold(receipt is not None), params)
+            cursor.execute(statement.sql, statement.params(params))
             (held,) = cursor.fetchone()
         return Written(bool(held), False, held)
     begin_writing(session)
-    connection = session.connection()
-    sqlite = connection.dialect.name == "sqlite"
-    params = {"survey_id": form.survey_id, "slug": form.slug, "access": "invitation"}
-    params["day"] = day.isoformat() if sqlite else day
-    accepting = connection.execute(_accepting_statement(sqlite), params).first()
+    accepting = session.execute(writes.accepting_statement(), params).first()
     if accepting is None or not claim(session, form.survey_id, claim_code):
         return Written(False)
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
@@ -368,53 +355,10 @@ def write_held(
     return Written(True, False, hold(session, form.survey_id, day, values))
 
 
-@functools.cache
-def _postgresql_hold(with_receipt: bool) -> str:
-    """Claim the code, insert the receipt (if any) and the held row in one statement; it returns how
-    many the survey holds now, this one included, or 0 if nothing was held (the survey does not
-    accept, the code is not usable, or the key was received: then the caller rolls back, since a
-    claim may have been made before the receipt was refused)."""
-    accepting = _ACCEPTING.format(
-        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
-    )
-    source = "claimed"
-    receipt = ""
-    if with_receipt:
-        source = "receipt"
-        receipt = """, receipt AS (
-    INSERT INTO submission_receipts (survey_id, key_hash, received_on)
-    SELECT id, %(receipt)s, CAST(%(day)s AS DATE) FROM claimed
-    ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id AS id
-)"""
-    return f"""WITH accepting AS (
-    {accepting}
-), claimed AS (
-    UPDATE invitations SET used = true
-    WHERE survey_id = (SELECT id FROM accepting) AND code = %(code)s AND used = false RETURNING survey_id AS id
-){receipt}, held AS (
-    INSERT INTO held_submissions (survey_id, held_on, answers)
-    SELECT id, CAST(%(day)s AS DATE), CAST(%(answers)s AS JSON) FROM {source} RETURNING survey_id
-)
-SELECT CASE WHEN count(*) = 0 THEN 0
-    ELSE count(*) + (SELECT count(*) FROM held_submissions WHERE survey_id = %(survey_id)s) END
-FROM held"""
-
-
-@functools.cache
-def _accepting_statement(sqlite: bool) -> TextClause:
-    day = ":day" if sqlite else "CAST(:day AS DATE)"
-    return text(_ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=day))
-
-
 def _insert_receipt(session: Session, survey_id: int, receipt: str, day: dt.date) -> bool:
-    inserted = session.execute(
-        text(
-            "INSERT INTO submission_receipts (survey_id, key_hash, received_on) VALUES (:s, :k, :d) "
-            "ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id"
-        ),
-        {"s": survey_id, "k": receipt, "d": day.isoformat() if session.get_bind().dialect.name == "sqlite" else day},
-    ).first()
-    return inserted is not None
+    dialect = session.get_bind().dialect.name
+    params = {"survey_id": survey_id, "receipt": receipt, "day": day}
+    return session.connection().execute(writes.receipt_statement(dialect), params).first() is not None
 
 
 def write_submission(
@@ -433,72 +377,49 @@ def write_submission(
     "Accepts" is decided by the database, atomically with the insert: the survey is open, ``day``
     lies within its dates and its access is ``access``. A submission admitted by a code never comes
     here: it is held and released in a batch (:func:`write_held`, :mod:`survey.domain.mixing`). A
-    shard of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in question
-    order, so concurrent submissions seldom wait for one another and never deadlock.
+    shard of the tallies is drawn at random (``TALLY_SHARDS``) and rows are written in key order, so
+    concurrent submissions seldom wait for one another and never deadlock. What is written is
+    declared once, in :mod:`survey.domain.writes`; this only sends it.
     """
-    params: dict[str, Any] = {
-        "survey_id": form.survey_id,
-        "slug": form.slug,
-        "access": access,
-        "shard": random.randrange(TALLY_SHARDS),
-        "receipt": receipt,
-    }
-    kinds = {f.id: f for f in form.fields}
-    ordered = sorted(values.items())
-    for i, (question_id, code) in enumerate(ordered):
-        field = kinds[question_id]
-        params[f"q{i}"], params[f"v{i}"] = question_id, code
-        params[f"r{i}"], params[f"p{i}"] = field.randomized, field.paired
     engine = session.get_bind()
     dialect = engine.dialect.name
+    params = writes.submission_params(
+        values,
+        form.feeds,
+        dialect,
+        survey_id=form.survey_id,
+        slug=form.slug,
+        access=access,
+        day=day,
+        shard=random.randrange(TALLY_SHARDS),
+        receipt=receipt,
+    )
     if dialect == "postgresql":
-        # The driver's own cursor: the statement is fixed text, and SQLAlchemy's execution layer
-        # (and, outside a transaction, the session's) would cost more than the database spends on it.
-        params["day"] = day
-        statement = _postgresql_write(len(values), receipt is not None)
+        # The driver's own cursor for a statement compiled once from the declaration: SQLAlchemy's
+        # execution layer (and, outside a transaction, the session's) costs more CPU than the rest
+        # of the submission's write (benchmarks/write_path.md).
+        statement = writes.postgresql_submission(receipt is not None)
         if _in_transaction(session):
             with session.connection().connection.driver_connection.cursor() as cursor:
-                cursor.execute(statement, params)
+                cursor.execute(statement.sql, statement.params(params))
                 return Written.from_row(cursor.fetchone())
         with autocommit_cursor(engine) as cursor:
-            cursor.execute(statement, params)
+            cursor.execute(statement.sql, statement.params(params))
             return Written.from_row(cursor.fetchone())
     if dialect != "sqlite":  # pragma: no cover - the app supports these two
         raise RuntimeError(f"submissions need PostgreSQL or SQLite, not {dialect}")
     begin_writing(session)
     connection = session.connection()
-    params["day"] = day.isoformat()
-    insert_submission, insert_answers, count_answers, count_submission = _sqlite_writes(len(values))
-    inserted = connection.execute(insert_submission, params).first()
+    statements = writes.sqlite_submission()
+    inserted = connection.exec_driver_sql(statements.insert.sql, statements.insert.params(params)).first()
     if inserted is None:
         return Written(False)
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
     params["submission_id"], auto_close = inserted
-    for statement in (insert_answers, count_answers, count_submission):
-        connection.execute(statement, params)
-    pairs, days = tally_rows(ordered, kinds, params["shard"], day)
-    if pairs:
-        connection.execute(_SQLITE_COUNT_PAIR, pairs)
-    if days:
-        connection.execute(_SQLITE_COUNT_DAY, days)
+    for statement in statements.writes:
+        connection.exec_driver_sql(statement.sql, statement.params(params))
     return Written(True, bool(auto_close))
-
-
-def tally_rows(
-    ordered: list[tuple[int, int]], fields: Mapping[int, Field], shard: int, day: dt.date
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The pair- and day-tally rows one submission adds to, in the order they are written (by
-    question id, as the PostgreSQL statement writes them): the SQLite path's rows, and the rule the
-    PostgreSQL statement follows in SQL."""
-    pairs = [
-        {"q": a, "v": va, "o": b, "ov": vb, "shard": shard}
-        for i, (a, va) in enumerate(ordered)
-        for b, vb in ordered[i + 1 :]
-        if fields[a].paired and fields[b].paired and (fields[a].randomized or fields[b].randomized)
-    ]
-    days = [{"q": q, "v": v, "day": day.isoformat(), "shard": shard} for q, v in ordered if fields[q].randomized]
-    return pairs, days
 
 
 @contextlib.contextmanager
@@ -521,109 +442,3 @@ def autocommit_cursor(engine: Engine) -> Iterator[Any]:
         else:
             driver.autocommit = False
         pooled.close()
-
-
-def _rows(template: str, n: int) -> str:
-    return ", ".join(template.format(i=i) for i in range(n))
-
-
-#: The survey accepts submissions: the same rule as :func:`survey.domain.models.accepting_on`, in SQL
-#: (tests/test_tallies.py checks that the two agree).
-_ACCEPTING = """SELECT id, auto_close FROM surveys
-    WHERE id = {survey_id} AND slug = {slug} AND access = {access} AND status = 'open'
-      AND (opens_on IS NULL OR opens_on <= {day}) AND (closes_on IS NULL OR closes_on >= {day})"""
-_COUNT_CONFLICT = "ON CONFLICT (question_id, value, shard) DO UPDATE SET count = answer_tallies.count + 1"
-_COUNT_SUBMISSION_CONFLICT = "ON CONFLICT (survey_id, shard) DO UPDATE SET count = submission_tallies.count + 1"
-_COUNT_PAIR_CONFLICT = (
-    "ON CONFLICT (question_id, value, other_id, other_value, shard) DO UPDATE SET count = pair_tallies.count + 1"
-)
-_COUNT_DAY_CONFLICT = "ON CONFLICT (question_id, value, day, shard) DO UPDATE SET count = day_tallies.count + 1"
-_SQLITE_COUNT_PAIR = text(
-    "INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count) "
-    "VALUES (:q, :v, :o, :ov, :shard, 1) " + _COUNT_PAIR_CONFLICT
-)
-_SQLITE_COUNT_DAY = text(
-    "INSERT INTO day_tallies (question_id, value, day, shard, count) VALUES (:q, :v, :day, :shard, 1) "
-    + _COUNT_DAY_CONFLICT
-)
-
-
-@functools.cache
-def _postgresql_write(n: int, with_receipt: bool) -> str:
-    """One statement, so one round trip and atomic on its own: data-modifying CTEs check that the
-    survey accepts, insert the key's receipt (if any: on a key already received, nothing more),
-    the submission and its answers, and add to the tallies. Everything hangs on the new
-    submission's row: if any check fails, nothing is written. Placeholders are psycopg's
-    (``%(name)s``)."""
-    accepting = _ACCEPTING.format(
-        survey_id="%(survey_id)s", slug="%(slug)s", access="%(access)s", day="CAST(%(day)s AS DATE)"
-    )
-    if with_receipt:
-        source = """receipt AS (
-    INSERT INTO submission_receipts (survey_id, key_hash, received_on)
-    SELECT id, %(receipt)s, CAST(%(day)s AS DATE) FROM accepting
-    ON CONFLICT (survey_id, key_hash) DO NOTHING RETURNING survey_id AS id
-), new_submission AS (
-    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM receipt RETURNING id
-)"""
-    else:
-        source = """new_submission AS (
-    INSERT INTO submissions (survey_id, submitted_on) SELECT id, CAST(%(day)s AS DATE) FROM accepting RETURNING id
-)"""
-    reported = _rows(
-        "(CAST(%(q{i})s AS INTEGER), CAST(%(v{i})s AS INTEGER), CAST(%(r{i})s AS BOOLEAN), CAST(%(p{i})s AS BOOLEAN))",
-        n,
-    )
-    return f"""WITH accepting AS (
-    {accepting}
-), {source}, reported (question_id, value, randomized, paired) AS (
-    VALUES {reported}
-), new_answers AS (
-    INSERT INTO answers (submission_id, question_id, value)
-    SELECT new_submission.id, reported.question_id, reported.value FROM new_submission, reported
-), counted AS (
-    INSERT INTO answer_tallies (question_id, value, shard, count)
-    SELECT reported.question_id, reported.value, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission, reported
-    {_COUNT_CONFLICT}
-), counted_pairs AS (
-    INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count)
-    SELECT a.question_id, a.value, b.question_id, b.value, CAST(%(shard)s AS SMALLINT), 1
-    FROM new_submission, reported a JOIN reported b ON b.question_id > a.question_id
-    WHERE a.paired AND b.paired AND (a.randomized OR b.randomized)
-    ORDER BY a.question_id, b.question_id
-    {_COUNT_PAIR_CONFLICT}
-), counted_days AS (
-    INSERT INTO day_tallies (question_id, value, day, shard, count)
-    SELECT reported.question_id, reported.value, CAST(%(day)s AS DATE), CAST(%(shard)s AS SMALLINT), 1
-    FROM new_submission, reported WHERE reported.randomized
-    {_COUNT_DAY_CONFLICT}
-)
-INSERT INTO submission_tallies (survey_id, shard, count)
-SELECT %(survey_id)s, CAST(%(shard)s AS SMALLINT), 1 FROM new_submission
-{_COUNT_SUBMISSION_CONFLICT}
-RETURNING (SELECT auto_close FROM accepting)"""
-
-
-@functools.cache
-def _sqlite_writes(n: int) -> tuple[TextClause, ...]:
-    accepting = _ACCEPTING.format(survey_id=":survey_id", slug=":slug", access=":access", day=":day")
-    return (
-        text(
-            f"INSERT INTO submissions (survey_id, submitted_on) SELECT id, :day FROM ({accepting}) "
-            "RETURNING id, (SELECT auto_close FROM surveys WHERE id = :survey_id)"
-        ),
-        text(
-            "INSERT INTO answers (submission_id, question_id, value) VALUES "
-            + _rows("(:submission_id, :q{i}, :v{i})", n)
-        ),
-        text(
-            "INSERT INTO answer_tallies (question_id, value, shard, count) VALUES "
-            + _rows("(:q{i}, :v{i}, :shard, 1)", n)
-            + " "
-            + _COUNT_CONFLICT
-        ),
-        text(
-            "INSERT INTO submission_tallies (survey_id, shard, count) VALUES (:survey_id, :shard, 1) "
-            + _COUNT_SUBMISSION_CONFLICT
-        ),
-    )

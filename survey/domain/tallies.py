@@ -1,11 +1,12 @@
 """Counting reported values and turning the counts into estimates.
 
 Estimates read running tallies (``answer_tallies``, ``submission_tallies``) that every submission
-adds to in its own transaction (:func:`survey.domain.submissions.write_submission`), so the counts of a
+adds to in its own transaction (declared in :mod:`survey.domain.writes`), so the counts of a
 survey cost a read of at most ``TALLY_SHARDS × cells`` rows whether it has ten respondents or ten
-million. The tallies must always equal a GROUP BY over the stored answers; :func:`recount` computes that GROUP BY and
-:func:`tally_mismatches` compares the two (the tests and ``flask --app survey recount`` use them).
-Nothing here ever loads individual responses into Python.
+million. The tallies must always equal a GROUP BY over the stored answers: :func:`recount` computes
+it (the declaration's own ``SELECT`` over the stored answers) and :func:`tally_mismatches` compares
+the two (the tests and ``flask --app survey recount`` use them). Nothing here ever loads individual
+responses into Python.
 """
 
 from __future__ import annotations
@@ -16,19 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, delete, func, literal, or_, select, text, union_all
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import SmallInteger, delete, func, insert, literal, select, text, union_all
+from sqlalchemy.orm import Session
 
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
+from . import writes
 from .base import begin_writing
 from .kinds import NUMBERS, SHARES
+from .mixing import question_kinds
 from .models import (
-    DIRECT_KINDS,
-    Answer,
     AnswerTally,
     DayTally,
-    PairTally,
     Question,
     Submission,
     SubmissionTally,
@@ -93,19 +93,20 @@ def submission_count(session: Session, survey: Survey) -> int:
 # -- keeping the tallies ---------------------------------------------------------------------------
 
 
+def _recounted(session: Session, survey: Survey, name: str) -> list[Any]:
+    """The rows (keys..., n) that tally ``name`` of :data:`survey.domain.writes.TALLIES` must hold:
+    the declaration every writer follows, over the survey's stored submissions and answers."""
+    source = writes.stored(question_kinds(survey), survey_id=survey.id)
+    return list(session.execute(writes.TALLY[name].counted(*source)))
+
+
 def recount(session: Session, survey: Survey) -> Counts:
     """The counts by GROUP BY over the stored submissions and answers: what the tallies must equal."""
     counts = _empty_counts(survey)
-    rows = session.execute(
-        select(Answer.question_id, Answer.value, func.count())
-        .join(Question, Question.id == Answer.question_id)
-        .where(Question.survey_id == survey.id)
-        .group_by(Answer.question_id, Answer.value)
-    )
-    for question_id, value, count in rows:
+    for question_id, value, count in _recounted(session, survey, "answers"):
         _add(counts, question_id, value, count)
-    total = session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
-    return Counts(int(total or 0), counts.by_question, counts.numbers)
+    total = sum(int(n) for _, n in _recounted(session, survey, "submissions"))
+    return Counts(total, counts.by_question, counts.numbers)
 
 
 #: ``(question id, value, other question id, other value) → count`` and ``(question id, value, day) → count``
@@ -113,30 +114,25 @@ PairCounts = dict[tuple[int, int, int, int], int]
 DayCounts = dict[tuple[int, int, Any], int]
 
 
-def _survey_question_ids(survey: Survey) -> Any:
-    return select(Question.id).where(Question.survey_id == survey.id).scalar_subquery()
+def tally_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
+    """``tally``'s cells of ``survey`` as stored, summed over shards: keys → count."""
+    rows = session.execute(tally.kept().where(tally.of_survey(survey.id)))
+    return {tuple(row[:-1]): int(row[-1]) for row in rows if row[-1]}
+
+
+def recounted_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
+    """What ``tally``'s cells of ``survey`` must hold: keys → count, recounted from the answers."""
+    return {tuple(row[:-1]): int(row[-1]) for row in _recounted(session, survey, tally.name)}
 
 
 def pair_tally_counts(session: Session, survey: Survey) -> PairCounts:
     """The pair tallies of ``survey``, summed over shards."""
-    rows = session.execute(
-        select(
-            PairTally.question_id, PairTally.value, PairTally.other_id, PairTally.other_value, func.sum(PairTally.count)
-        )
-        .where(PairTally.question_id.in_(_survey_question_ids(survey)))
-        .group_by(PairTally.question_id, PairTally.value, PairTally.other_id, PairTally.other_value)
-    )
-    return {(a, va, b, vb): int(c) for a, va, b, vb, c in rows if c}
+    return tally_cells(session, survey, writes.TALLY["pairs"])  # type: ignore[return-value]
 
 
 def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
     """The day tallies of ``survey``, summed over shards."""
-    rows = session.execute(
-        select(DayTally.question_id, DayTally.value, DayTally.day, func.sum(DayTally.count))
-        .where(DayTally.question_id.in_(_survey_question_ids(survey)))
-        .group_by(DayTally.question_id, DayTally.value, DayTally.day)
-    )
-    return {(q, v, day): int(c) for q, v, day, c in rows if c}
+    return tally_cells(session, survey, writes.TALLY["days"])  # type: ignore[return-value]
 
 
 def question_day_counts(session: Session, question: Question) -> dict[Any, np.ndarray]:
@@ -178,35 +174,13 @@ def questions_day_counts(session: Session, questions: list[Question]) -> dict[in
 
 def recount_pairs(session: Session, survey: Survey) -> PairCounts:
     """What the pair tallies must equal: the GROUP BY over every pair of one submission's answers to
-    two questions (lower id first) of which one is randomized and neither is a number question."""
-    a, b = aliased(Answer), aliased(Answer)
-    qa, qb = aliased(Question), aliased(Question)
-    rows = session.execute(
-        select(a.question_id, a.value, b.question_id, b.value, func.count())
-        .join(b, and_(b.submission_id == a.submission_id, b.question_id > a.question_id))
-        .join(qa, qa.id == a.question_id)
-        .join(qb, qb.id == b.question_id)
-        .where(
-            qa.survey_id == survey.id,
-            qa.kind != "number",
-            qb.kind != "number",
-            or_(qa.kind.not_in(DIRECT_KINDS), qb.kind.not_in(DIRECT_KINDS)),
-        )
-        .group_by(a.question_id, a.value, b.question_id, b.value)
-    )
-    return {(x, vx, y, vy): int(c) for x, vx, y, vy, c in rows}
+    two questions (lower id first) that the declaration pairs (:func:`survey.domain.writes.what_it_feeds`)."""
+    return {(x, vx, y, vy): int(c) for x, vx, y, vy, c in _recounted(session, survey, "pairs")}
 
 
 def recount_days(session: Session, survey: Survey) -> DayCounts:
-    """What the day tallies must equal: each randomized question's answers per value and day."""
-    rows = session.execute(
-        select(Answer.question_id, Answer.value, Submission.submitted_on, func.count())
-        .join(Submission, Submission.id == Answer.submission_id)
-        .join(Question, Question.id == Answer.question_id)
-        .where(Question.survey_id == survey.id, Question.kind.not_in(DIRECT_KINDS))
-        .group_by(Answer.question_id, Answer.value, Submission.submitted_on)
-    )
-    return {(q, v, day): int(c) for q, v, day, c in rows}
+    """What the day tallies must equal: the answers, per value and day, of the questions counted by day."""
+    return {(q, v, day): int(c) for q, v, day, c in _recounted(session, survey, "days")}
 
 
 def _differences(name: str, kept: dict, counted: dict) -> list[str]:
@@ -218,23 +192,39 @@ def _differences(name: str, kept: dict, counted: dict) -> list[str]:
 
 
 def tally_mismatches(session: Session, survey: Survey) -> list[str]:
-    """Where the running tallies differ from a recount, in words; empty when they agree."""
-    kept, counted = survey_counts(session, survey), recount(session, survey)
-    problems = _differences("pairs of answers", pair_tally_counts(session, survey), recount_pairs(session, survey))
-    problems += _differences("answers per day", day_tally_counts(session, survey), recount_days(session, survey))
-    if kept.submissions != counted.submissions:
-        problems.append(f"submissions: tally {kept.submissions}, recount {counted.submissions}")
-    for q in survey.questions:
-        if q.is_number:
-            x, y = kept.numbers[q.id], counted.numbers[q.id]
-            if x != y:
-                differ = sorted(v for v in x.keys() | y.keys() if x.get(v) != y.get(v))
-                pairs = ", ".join(f"{v}: tally {x.get(v, 0)}, recount {y.get(v, 0)}" for v in differ[:5])
-                problems.append(f"question {q.key!r}: {pairs}")
+    """Where the running tallies differ from a recount, in words; empty when they agree. Every tally
+    of :data:`survey.domain.writes.TALLIES` is checked against that same declaration."""
+    problems: list[str] = []
+    for tally in writes.TALLIES:
+        kept, counted = tally_cells(session, survey, tally), recounted_cells(session, survey, tally)
+        if kept == counted:
             continue
-        a, b = kept.by_question[q.id], counted.by_question[q.id]
-        if not np.array_equal(a, b):
-            problems.append(f"question {q.key!r}: tally {a.tolist()}, recount {b.tolist()}")
+        if tally.name == "submissions":
+            problems.append(f"submissions: tally {sum(kept.values())}, recount {sum(counted.values())}")
+        elif tally.name == "answers":
+            problems += _answer_differences(survey, kept, counted)
+        else:
+            problems += _differences(tally.label, kept, counted)
+    return problems
+
+
+def _answer_differences(survey: Survey, kept: dict[tuple, int], counted: dict[tuple, int]) -> list[str]:
+    """The answer tallies' differences, question by question: option counts in code order, or the
+    numbers answered that differ."""
+    problems = []
+    for q in survey.questions:
+        x = {v: n for (qid, v), n in kept.items() if qid == q.id}
+        y = {v: n for (qid, v), n in counted.items() if qid == q.id}
+        if x == y:
+            continue
+        if q.is_number:
+            differ = sorted(v for v in x.keys() | y.keys() if x.get(v) != y.get(v))
+            pairs = ", ".join(f"{v}: tally {x.get(v, 0)}, recount {y.get(v, 0)}" for v in differ[:5])
+            problems.append(f"question {q.key!r}: {pairs}")
+        else:
+            codes = range(len(q.options))
+            tally, again = [x.get(c, 0) for c in codes], [y.get(c, 0) for c in codes]
+            problems.append(f"question {q.key!r}: tally {tally}, recount {again}")
     return problems
 
 
@@ -254,42 +244,14 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text(f"LOCK TABLE {Submission.__tablename__} IN SHARE ROW EXCLUSIVE MODE"))
     survey_id = survey.id  # (a read, if the survey was expired: before the write lock below)
+    feeds = question_kinds(survey)
     begin_writing(session)
-    question_ids = select(Question.id).where(Question.survey_id == survey_id).scalar_subquery()
-    session.execute(delete(AnswerTally).where(AnswerTally.question_id.in_(question_ids)))
-    session.execute(delete(PairTally).where(PairTally.question_id.in_(question_ids)))
-    session.execute(delete(DayTally).where(DayTally.question_id.in_(question_ids)))
-    session.execute(delete(SubmissionTally).where(SubmissionTally.survey_id == survey_id))
-    pairs = [
-        {"question_id": a, "value": va, "other_id": b, "other_value": vb, "shard": 0, "count": c}
-        for (a, va, b, vb), c in recount_pairs(session, survey).items()
-    ]
-    if pairs:
-        session.execute(PairTally.__table__.insert(), pairs)
-    days = [
-        {"question_id": q, "value": v, "day": day, "shard": 0, "count": c}
-        for (q, v, day), c in recount_days(session, survey).items()
-    ]
-    if days:
-        session.execute(DayTally.__table__.insert(), days)
-    counted = recount(session, survey)
-    rows = [
-        {"question_id": qid, "value": code, "shard": 0, "count": int(c)}
-        for qid, counts in counted.by_question.items()
-        for code, c in enumerate(counts)
-        if c
-    ] + [
-        {"question_id": qid, "value": value, "shard": 0, "count": c}
-        for qid, values in counted.numbers.items()
-        for value, c in values.items()
-        if c
-    ]
-    if rows:
-        session.execute(AnswerTally.__table__.insert(), rows)
-    if counted.submissions:
-        session.execute(
-            SubmissionTally.__table__.insert(), [{"survey_id": survey.id, "shard": 0, "count": counted.submissions}]
-        )
+    for tally in writes.TALLIES:
+        session.execute(delete(tally.table).where(tally.of_survey(survey_id)))
+    source = writes.stored(feeds, survey_id=survey_id)
+    for tally in writes.TALLIES:
+        rows = tally.with_shard(*source, literal(0, SmallInteger))
+        session.execute(insert(tally.table).from_select([*tally.keys, "shard", "count"], rows))
 
 
 # -- estimates -------------------------------------------------------------------------------------
