@@ -237,7 +237,7 @@ class Question:
 def live_server() -> Iterator[tuple[str, dict[str, Question]]]:
     """Serve the audit surveys from a temporary SQLite database; yields the base URL and the questions."""
     from survey.domain.models import Survey
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     questions: dict[str, Question] = {}
 

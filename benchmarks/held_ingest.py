@@ -1,7 +1,7 @@
 """What holding coded submissions costs: submissions per second by code and by open link, one run.
 
 A submission admitted by an invitation code is held and released with nine others in one shuffled
-transaction (survey/domain/mixing.py); one to an open link is written at once (one statement on
+transaction (survey/domain/responses/mixing.py); one to an open link is written at once (one statement on
 PostgreSQL). This benchmark sends the same answers both ways through the app's own request path
 (Flask's test client, so no network and no HTTP server in the figure), in alternating rounds so
 that both meet the same machine load, and prints the ratio. Absolute figures are this machine's;
@@ -28,8 +28,8 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from survey import create_app
-from survey.domain.invitations import generate_codes
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 

@@ -150,8 +150,8 @@ def measure_analysis(url: str) -> dict[str, Any]:
     from sqlalchemy import select
 
     from survey import create_app
-    from survey.domain.analysis import compare, regression
     from survey.domain.models import Survey
+    from survey.domain.results.analysis import compare, regression
     from survey.platform.extensions import db
 
     app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
@@ -286,7 +286,7 @@ class Database:
             self._drop = drop
         app = self.app()
         from survey.domain.models import User
-        from survey.domain.specs import create_survey_from_spec
+        from survey.domain.surveys.specs import create_survey_from_spec
         from survey.platform.extensions import db
         from survey.platform.schema import upgrade_database
 
@@ -387,7 +387,7 @@ def bulk_load(database: Database, reports: np.ndarray, chunk: int = 100_000, day
 
 def rebuild(database: Database) -> float:
     from survey.domain.models import Survey
-    from survey.domain.tallies import rebuild_tallies
+    from survey.domain.responses.tallies import rebuild_tallies
     from survey.platform.extensions import db
 
     app = database.app()
@@ -440,7 +440,7 @@ def measure_estimates(url: str) -> dict[str, Any]:
 
     from survey import create_app
     from survey.domain.models import Survey
-    from survey.domain.tallies import recount, survey_results
+    from survey.domain.responses.tallies import recount, survey_results
     from survey.platform.extensions import db
 
     app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
@@ -735,7 +735,7 @@ def _plain_inserts(
 
     import psycopg
 
-    from survey.domain.writes import Feeds, postgresql_submission, submission_params
+    from survey.domain.responses.writes import Feeds, postgresql_submission, submission_params
 
     statement = postgresql_submission(False)
     feeds = {qid: Feeds(randomized=True, paired=True) for qid in question_ids}  # every question of SPEC is randomized
@@ -825,7 +825,7 @@ def run_ingest(postgresql: str, workdir: Path, seconds: float, rounds: int, conn
                 print(json.dumps({k: v[-1] for k, v in runs[workers].items()}), flush=True)
         app = database.app()
         from survey.domain.models import Survey
-        from survey.domain.tallies import tally_mismatches
+        from survey.domain.responses.tallies import tally_mismatches
         from survey.platform.extensions import db
 
         with app.app_context():

@@ -55,10 +55,10 @@ import numpy as np  # noqa: E402
 from sqlalchemy import create_engine, event, select, text  # noqa: E402
 
 from survey import create_app  # noqa: E402
-from survey.domain.invitations import MAX_CODES_PER_REQUEST, generate_codes  # noqa: E402
 from survey.domain.models import Membership, Survey, User  # noqa: E402
-from survey.domain.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN  # noqa: E402
-from survey.domain.specs import MAX_OPTIONS, create_survey_from_spec  # noqa: E402
+from survey.domain.responses.codes import MAX_CODES_PER_REQUEST, generate_codes  # noqa: E402
+from survey.domain.surveys.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN  # noqa: E402
+from survey.domain.surveys.specs import MAX_OPTIONS, create_survey_from_spec  # noqa: E402
 from survey.domain.validation import TEXT_LIMITS  # noqa: E402
 from survey.platform.config import normalize_database_url  # noqa: E402
 from survey.platform.extensions import db  # noqa: E402
@@ -675,7 +675,7 @@ def regression_costs(timeout: float, log: Callable[[str], None]) -> list[dict]:
 
 
 def limits_report(associations: list[dict], regressions: list[dict], timeout: float) -> list[str]:
-    from survey.domain.analysis import MAX_ASSOCIATION_CELLS, MAX_REGRESSION_CELLS
+    from survey.domain.results.analysis import MAX_ASSOCIATION_CELLS, MAX_REGRESSION_CELLS
 
     def cpu(x: float | None) -> str:
         return f"killed at {timeout:g} s" if x is None else _seconds(x)

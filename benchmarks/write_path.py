@@ -1,5 +1,5 @@
 """Why the PostgreSQL submission statement is sent on the driver's cursor: the same generated
-statement (survey/domain/writes.py), sent the app's way and through SQLAlchemy Core, one process.
+statement (survey/domain/responses/writes.py), sent the app's way and through SQLAlchemy Core, one process.
 
 The statement is generated from the declaration as SQLAlchemy Core either way; the question is only
 how it is sent. The app compiles it once and sends the text on a pooled psycopg connection in
@@ -29,11 +29,11 @@ from sqlalchemy import create_engine, select, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from survey import create_app
-from survey.domain import writes
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.submissions import autocommit_cursor, submission_form
-from survey.domain.tallies import tally_mismatches
+from survey.domain.responses import writes
+from survey.domain.responses.submissions import autocommit_cursor, submission_form
+from survey.domain.responses.tallies import tally_mismatches
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
@@ -134,7 +134,7 @@ def main() -> None:
         )
     lines += [
         "",
-        "Both send the same statement, generated from the declaration in survey/domain/writes.py; the "
+        "Both send the same statement, generated from the declaration in survey/domain/responses/writes.py; the "
         "difference is SQLAlchemy's execution layer (cache key, compiled-cache lookup, parameter "
         "processing, result wrapping) on every submission.",
     ]

@@ -19,7 +19,7 @@ def create_app(test_config: dict[str, Any] | None = None):
     from flask import Flask
 
     from . import platform, web
-    from .domain import passwords
+    from .domain.accounts import passwords
     from .platform import config
 
     app = Flask(

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from werkzeug.test import TestResponse
 
 from survey.domain.models import Survey
-from survey.domain.specs import question_to_spec
+from survey.domain.surveys.specs import question_to_spec
 from survey.platform.extensions import db
 
 #: The builder's form for a multiple-choice question under GRR at ε = 1.

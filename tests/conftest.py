@@ -166,7 +166,7 @@ def signed_in(client, user):
 @pytest.fixture
 def small_survey(app, user):
     """SMALL_SPEC, open, owned by the ``user`` fixture (alice)."""
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     with app.app_context():
         survey = create_survey_from_spec(db.session, SMALL_SPEC, owner=db.session.get(User, user))

@@ -101,7 +101,7 @@ def own_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
 def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
     """An app on a migrated SQLite copy holding the small survey, with the rate limits on, and the
     process's counters cleared."""
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
     from survey.platform.limits import limiter
 
     path = tmp_path / f"limited-{uuid.uuid4().hex[:6]}.sqlite"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 #: axe-core, installed by npm (``make test`` runs ``npm install``).
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-#: The demo's researcher (``flask demo``, survey/domain/demo.py).
+#: The demo's researcher (``flask demo``, survey/domain/surveys/demo.py).
 DEMO = ("demo", "demo-password")
 
 

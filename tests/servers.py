@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from survey import create_app
-from survey.domain.invitations import generate_codes
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 

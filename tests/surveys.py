@@ -13,7 +13,7 @@ import io
 from sqlalchemy import func, select
 
 from survey.domain.models import Answer, HeldSubmission, Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 SMALL_SPEC = {
@@ -107,7 +107,7 @@ def count(app, model) -> int:
 
 def stored(app) -> tuple[int, int]:
     """Submissions and answers stored, those held for release in a batch (a survey by invitation,
-    survey/domain/mixing.py) included."""
+    survey/domain/responses/mixing.py) included."""
     with app.app_context():
         held = db.session.scalars(select(HeldSubmission.answers)).all()
     return count(app, Submission) + len(held), count(app, Answer) + sum(len(a) for a in held)

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from survey.domain.analysis import NO_ANSWER, week_label
 from survey.domain.models import Submission, Survey
-from survey.domain.tallies import rebuild_tallies
+from survey.domain.responses.tallies import rebuild_tallies
+from survey.domain.results.analysis import NO_ANSWER, week_label
 from survey.platform.extensions import db
 from survey.privacy import association, breakdown, estimate
 
@@ -166,8 +166,8 @@ def test_comparisons_are_for_results_readers_only(client, small_survey):
 
 
 def test_the_demo_has_a_difference_by_age_and_an_association_to_find(app):
-    from survey.domain.analysis import compare
-    from survey.domain.demo import create_demo
+    from survey.domain.results.analysis import compare
+    from survey.domain.surveys.demo import create_demo
 
     with app.app_context():
         survey = create_demo(db.session)

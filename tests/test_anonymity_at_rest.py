@@ -6,7 +6,7 @@ respondent answers a direct number question with a number that is theirs alone (
 order the codes were used), so the test knows the truth and can score every way an observer might
 line codes up with submissions: shared transaction ids, physical order, id order, dates, the running
 tallies a transaction touched. Before the fix each channel linked every code; now each links no
-better than chance among a batch (:data:`survey.domain.mixing.BATCH`). The shuffle is seeded here
+better than chance among a batch (:data:`survey.domain.responses.mixing.BATCH`). The shuffle is seeded here
 so that the scores are the same on every run.
 """
 
@@ -18,13 +18,13 @@ import random
 import pytest
 from sqlalchemy import func, select, text
 
-from survey.domain import mixing, submissions
-from survey.domain.invitations import generate_codes
-from survey.domain.lifecycle import close
-from survey.domain.mixing import BATCH, held_count, release_if_closed
 from survey.domain.models import Answer, HeldSubmission, Question, Submission, Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import survey_counts, tally_mismatches
+from survey.domain.responses import mixing, submissions
+from survey.domain.responses.codes import generate_codes
+from survey.domain.responses.mixing import BATCH, held_count, release_if_closed
+from survey.domain.responses.tallies import survey_counts, tally_mismatches
+from survey.domain.surveys.lifecycle import close
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 SPEC = {

@@ -45,7 +45,7 @@ def test_an_app_without_test_configuration_hashes_with_scrypt(tmp_path):
     from werkzeug.security import generate_password_hash
 
     from survey import create_app
-    from survey.domain import passwords
+    from survey.domain.accounts import passwords
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'p.sqlite'}", "SECRET_KEY": "k"})
     with app.app_context():

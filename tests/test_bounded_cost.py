@@ -31,14 +31,14 @@ import numpy as np
 import pytest
 from sqlalchemy import event, func, select
 
-import survey.domain.analysis as analysis
-import survey.domain.tallies as tallies
+import survey.domain.responses.tallies as tallies
+import survey.domain.results.analysis as analysis
 import survey.privacy.planning as planning
 from survey import create_app
-from survey.domain.budget import PAGE_PLANNING_TERMS
 from survey.domain.models import Question, Survey, User
-from survey.domain.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN
-from survey.domain.specs import MAX_OPTIONS, MAX_QUESTIONS, create_survey_from_spec
+from survey.domain.surveys.budget import PAGE_PLANNING_TERMS
+from survey.domain.surveys.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN
+from survey.domain.surveys.specs import MAX_OPTIONS, MAX_QUESTIONS, create_survey_from_spec
 from survey.platform.extensions import db
 from survey.privacy import (
     CoinFlip,

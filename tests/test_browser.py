@@ -31,9 +31,9 @@ from playwright.sync_api import expect
 from scipy.stats import binomtest
 from sqlalchemy import select
 
-from survey.domain.demo import DEMO_SPEC, create_demo
 from survey.domain.models import Answer, Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.surveys.demo import DEMO_SPEC, create_demo
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import INSECURE_HOST, PHONE, live_site

@@ -20,8 +20,8 @@ from sqlalchemy import select
 
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Membership, Survey, User
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.wording import deniability_sentence, describe_design
+from survey.domain.surveys.specs import create_survey_from_spec
+from survey.domain.surveys.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import (
     CoinFlip,

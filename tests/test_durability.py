@@ -24,10 +24,10 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 
 from survey import create_app
-from survey.domain.lifecycle import close
 from survey.domain.models import Answer, Question, Submission, Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import question_mechanism, survey_results
+from survey.domain.responses.tallies import question_mechanism, survey_results
+from survey.domain.surveys.lifecycle import close
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.privacy import estimate
@@ -263,7 +263,7 @@ def test_a_lost_database_connection_is_replaced_before_a_request_meets_it(reques
                 select(func.count()).select_from(Answer).group_by(Answer.submission_id)
             ).scalars()
             assert set(per_submission) == {len(GOOD)}
-            from survey.domain.tallies import tally_mismatches
+            from survey.domain.responses.tallies import tally_mismatches
 
             assert tally_mismatches(db.session, survey) == []
     finally:

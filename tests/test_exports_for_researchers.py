@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.models import User
-from survey.domain.specs import YES_NO_LABELS
-from survey.domain.variable_names import NAME_LIMIT, variable_names
+from survey.domain.surveys.specs import YES_NO_LABELS
+from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 from survey.platform.extensions import db
 
 from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS
@@ -111,7 +111,7 @@ def test_the_r_script_reproduces_the_estimates_file(signed_in, answered, tmp_pat
 @needs_r
 def test_the_r_script_reproduces_the_demo(app, signed_in, tmp_path):
     """The demo's six designs (forced response, unrelated question, GRR...) on 300 respondents."""
-    from survey.domain.demo import DEMO_SLUG, create_demo
+    from survey.domain.surveys.demo import DEMO_SLUG, create_demo
 
     with app.app_context():
         survey = create_demo(db.session, respondents=300)
@@ -185,7 +185,7 @@ LOPSIDED_SPEC = {
 
 @needs_r
 def test_the_r_script_reproduces_designs_that_are_not_symmetric_in_yes_and_no(app, client, signed_in, tmp_path):
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     with app.app_context():
         owner = db.session.scalar(select(User).where(User.username == "alice"))

@@ -40,14 +40,14 @@ from wtforms import IntegerField
 from wtforms.fields.core import UnboundField
 from wtforms.validators import NumberRange
 
-from survey.domain.csvfile import neutralize
 from survey.domain.errors import DomainError
-from survey.domain.exports import ESTIMATE_COLUMNS, MICRODATA_FIXED_COLUMNS
 from survey.domain.models import User
-from survey.domain.preview import preview
-from survey.domain.rscript import _r_string
-from survey.domain.specs import MAX_OPTIONS, create_survey_from_spec
-from survey.domain.variable_names import NAME_LIMIT, is_reserved, is_valid_name, variable_names
+from survey.domain.results.csvfile import neutralize
+from survey.domain.results.exports import ESTIMATE_COLUMNS, MICRODATA_FIXED_COLUMNS
+from survey.domain.results.rscript import _r_string
+from survey.domain.surveys.preview import preview
+from survey.domain.surveys.specs import MAX_OPTIONS, create_survey_from_spec
+from survey.domain.surveys.variable_names import NAME_LIMIT, is_reserved, is_valid_name, variable_names
 from survey.platform.extensions import db
 from survey.privacy.designs import DESIGNS
 from survey.web.ids import MAX_ID, IdField

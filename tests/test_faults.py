@@ -36,12 +36,13 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from survey import create_app
-from survey.domain import lifecycle, live
 from survey.domain.errors import Conflict
-from survey.domain.live import close_if_precise, live_status
 from survey.domain.models import Answer, Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import tally_mismatches
+from survey.domain.responses.tallies import tally_mismatches
+from survey.domain.results import live
+from survey.domain.results.live import close_if_precise, live_status
+from survey.domain.surveys import lifecycle
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.connections import outage
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database

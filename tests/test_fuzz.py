@@ -43,9 +43,9 @@ from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
 from survey.domain.errors import DomainError
-from survey.domain.invitations import new_code
 from survey.domain.models import HeldSubmission, Invitation, Submission, Survey, User, today
-from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.responses.codes import new_code
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.platform.schema import VERSION_TABLE
 
@@ -137,7 +137,7 @@ def world(app, user):
         db.session.add(Invitation(survey_id=invite.id, code=USED_CODE, used=True))
         db.session.add(Invitation(survey_id=closed_invite.id, code=OTHER_SURVEY_CODE))
         db.session.commit()
-    # coded submissions stay held (survey/domain/mixing.py), so each is checked in its own held row
+    # coded submissions stay held (survey/domain/responses/mixing.py), so each is checked in its own held row
     app.config["ANONYMITY_BATCH"] = 10**9
     return app
 

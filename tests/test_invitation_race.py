@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import func, select
 
 from survey import create_app
-from survey.domain.invitations import generate_codes
 from survey.domain.models import Answer, HeldSubmission, Invitation, Submission, Survey
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .databases import BACKENDS, make_config

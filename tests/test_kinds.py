@@ -1,4 +1,4 @@
-"""The registry of question kinds (survey/domain/kinds.py) is the one place that knows kinds by name.
+"""The registry of question kinds (survey/domain/surveys/kinds.py) is the one place that knows kinds by name.
 
 The kind used to be a string twenty files compared; the rules that held it together (randomized ⇔
 has options ⇔ a square matrix; a number is asked directly and never paired) were written nowhere.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from survey.domain.errors import DomainError
-from survey.domain.kinds import (
+from survey.domain.surveys.kinds import (
     CODE,
     FIXED,
     KIND_LIST,
@@ -100,7 +100,7 @@ def test_no_python_outside_the_registry_branches_on_a_kind_name():
         where = str(path.relative_to(ROOT))
         for line, code in kind_name_branches(path.read_text(encoding="utf-8"), names):
             found.append(f"{where}:{line}: {code}")
-    assert not found, "ask the kind (survey.domain.kinds) instead of comparing its name:\n" + "\n".join(found)
+    assert not found, "ask the kind (survey.domain.surveys.kinds) instead of comparing its name:\n" + "\n".join(found)
 
 
 def _page_comparisons(text: str, names: set[str]) -> list[str]:

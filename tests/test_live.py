@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from survey.domain.live import live_status, timeline
 from survey.domain.models import Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import rebuild_tallies, survey_counts
+from survey.domain.responses.tallies import rebuild_tallies, survey_counts
+from survey.domain.results.live import live_status, timeline
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, anytime_test, confidence_sequence, estimate
 from survey.privacy.sequences import log_mixture_martingale

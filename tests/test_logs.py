@@ -12,9 +12,9 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from survey import create_app
-from survey.domain.invitations import generate_codes
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 

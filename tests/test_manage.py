@@ -23,7 +23,7 @@ from survey.domain.models import (
     User,
     today,
 )
-from survey.domain.specs import survey_to_spec
+from survey.domain.surveys.specs import survey_to_spec
 from survey.platform.extensions import db
 
 from .accounts import PASSWORD, make_user, sign_in

@@ -19,8 +19,8 @@ from sqlalchemy import create_engine, inspect, select, text
 
 from survey import create_app
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import recount, survey_counts, tally_mismatches
+from survey.domain.responses.tallies import recount, survey_counts, tally_mismatches
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import FIRST_REVISION_TABLES, VERSION_TABLE, alembic_config, current_revision, head_revision
 

@@ -14,12 +14,12 @@ import pytest
 from scipy import stats
 from sqlalchemy import func, select
 
-from survey.domain.analysis import compare, regression
 from survey.domain.errors import DomainError
 from survey.domain.models import Answer, AnswerTally, Submission, Survey, User
-from survey.domain.numbers import summarize
-from survey.domain.specs import create_survey_from_spec, survey_to_spec
-from survey.domain.tallies import number_results, rebuild_tallies, tally_mismatches
+from survey.domain.responses.tallies import number_results, rebuild_tallies, tally_mismatches
+from survey.domain.results.analysis import compare, regression
+from survey.domain.results.numbers import summarize
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, rr_logistic
 

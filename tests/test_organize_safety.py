@@ -148,7 +148,7 @@ def test_confirmation_posts_need_their_csrf_token(csrf_app):
         user.set_password("correct horse battery")
         db.session.add(user)
         db.session.commit()
-        from survey.domain.specs import create_survey_from_spec
+        from survey.domain.surveys.specs import create_survey_from_spec
 
         create_survey_from_spec(db.session, SMALL_SPEC, owner=user)
         create_survey_from_spec(db.session, DRAFT, owner=user)
@@ -275,7 +275,7 @@ def test_a_revoked_code_admits_nobody_and_says_why(app, signed_in, anonymous, sm
     page = text(signed_in.get("/surveys/small-test/share"))
     assert "<dt>Used</dt><dd>1</dd>" in page and "<dt>Revoked</dt><dd>1</dd>" in page
     assert "<dt>Unused</dt><dd>0</dd>" in page
-    with app.app_context():  # held for release in a batch (survey/domain/mixing.py)
+    with app.app_context():  # held for release in a batch (survey/domain/responses/mixing.py)
         assert db.session.scalar(select(func.count()).select_from(HeldSubmission)) == 1
         assert db.session.scalar(select(func.count()).select_from(Submission)) == 0
 

@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import expect
 from sqlalchemy import func, select
 
-from survey.domain.invitations import generate_codes, shown
 from survey.domain.models import HeldSubmission, Question, Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes, shown
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import PHONE, live_site
@@ -53,7 +53,7 @@ def no_horizontal_scroll(page) -> None:
 
 def submissions_of(app, slug: str | None = None) -> int:
     """How many submissions the survey ``slug`` holds (every survey's, without one), those held for
-    release in a batch (surveys by invitation, survey/domain/mixing.py) included."""
+    release in a batch (surveys by invitation, survey/domain/responses/mixing.py) included."""
     total = 0
     for table in (Submission, HeldSubmission):
         query = select(func.count()).select_from(table)

@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from sqlalchemy import select
 
 from survey.domain.models import Membership, Survey, User
-from survey.domain.preview import labels_for, points_text, probability_text
-from survey.domain.wording import deniability_sentence, describe_design
+from survey.domain.surveys.preview import labels_for, points_text, probability_text
+from survey.domain.surveys.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
 

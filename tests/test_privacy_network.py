@@ -34,9 +34,9 @@ import pytest
 from scipy.stats import binomtest
 from sqlalchemy import MetaData, func, select
 
-from survey.domain.invitations import generate_codes
 from survey.domain.models import Answer, HeldSubmission, Invitation, Submission, Survey
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
@@ -352,7 +352,7 @@ def test_the_database_holds_exactly_what_was_posted(run):
                 if s.mode == mode
             ]
             if mode == "invitation":
-                # coded submissions are released in batches, each in a random order (survey/domain/mixing.py):
+                # coded submissions are released in batches, each in a random order (survey/domain/responses/mixing.py):
                 # the same submissions, in no order that follows the codes'
                 assert db.session.scalar(select(func.count()).select_from(HeldSubmission)) == 0
                 assert sorted(map(sorted_items, stored)) == sorted(map(sorted_items, posted))

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from survey.domain.demo import DEMO_SPEC, create_demo
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.wording import overclaims
+from survey.domain.surveys.demo import DEMO_SPEC, create_demo
+from survey.domain.surveys.specs import create_survey_from_spec
+from survey.domain.surveys.wording import overclaims
 from survey.platform.extensions import db
 
 from .surveys import SMALL_SPEC
@@ -218,7 +218,7 @@ def test_the_promises_that_were_printed_before_are_caught(text):
 @pytest.mark.parametrize("labels", [("yes", "no"), ("a", "b"), ("a", "b", "c")])
 def test_the_words_for_a_design_count_the_other_answers_right(labels):
     """A two-answer GRR sends "the other answer", never "one of the other 1 option"."""
-    from survey.domain.wording import describe_design
+    from survey.domain.surveys.wording import describe_design
     from survey.privacy import GeneralizedRR
 
     words = describe_design(GeneralizedRR(list(labels), epsilon=1.0))

@@ -3,7 +3,7 @@
 The fault run behind this: after a database crash or a killed worker, submissions answered with an
 error had in fact been stored; a respondent who sent again added a second copy on an open link, and
 with an invitation code was told their code "has already been used" by their own answers. The page
-(and any API client) sends a key with each filling of the form (survey/domain/receipts.py).
+(and any API client) sends a key with each filling of the form (survey/domain/responses/receipts.py).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy import func, select
 
 from survey import create_app
-from survey.domain import receipts
-from survey.domain.invitations import generate_codes
-from survey.domain.lifecycle import close
 from survey.domain.models import HeldSubmission, Submission, SubmissionReceipt, Survey
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses import receipts
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.lifecycle import close
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .databases import BACKENDS, make_config, statements

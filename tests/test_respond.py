@@ -145,7 +145,7 @@ def test_unknown_closed_and_draft_surveys(app, client, small_survey):
 
 
 def _survey(app, **fields) -> str:
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     from .surveys import SMALL_SPEC
 
@@ -253,7 +253,7 @@ def test_malformed_form_posts_show_the_problem_and_write_nothing(app, client, sm
 
 
 def test_form_post_needs_csrf_token(csrf_app):
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     from .surveys import SMALL_SPEC
 

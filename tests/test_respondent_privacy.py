@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.errors import DomainError
-from survey.domain.invitations import generate_codes, revoke
 from survey.domain.models import Survey, User
-from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.responses.codes import generate_codes, revoke
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 

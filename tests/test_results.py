@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from survey.domain import exports
 from survey.domain.models import Survey, User, today
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import survey_results
+from survey.domain.responses.tallies import survey_results
+from survey.domain.results import exports
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.privacy import Mechanism, estimate, mechanism_from_dict
 
@@ -70,7 +70,7 @@ def _get_text(client, path: str) -> str:
 def _researcher_order(kind: str, k: int) -> list[int]:
     """The stored codes in the order of the codes researchers see: a yes/no question (stored yes = 0,
     no = 1) is exported as 0 = no, 1 = yes; other questions keep their codes. Written out here rather
-    than taken from survey.domain.coding, so that a mistake there fails these tests."""
+    than taken from survey.domain.results.coding, so that a mistake there fails these tests."""
     return [1, 0] if kind == "yes_no" else list(range(k))
 
 
@@ -375,7 +375,7 @@ def test_reestimating_from_microdata_and_codebook_gives_the_same_numbers(signed_
 
 
 def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
-    from survey.domain.demo import DEMO_SLUG, create_demo
+    from survey.domain.surveys.demo import DEMO_SLUG, create_demo
 
     with app.app_context():
         survey = create_demo(db.session, respondents=300)
@@ -408,7 +408,7 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
 def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(app):
     """Not the rates the respondents were drawn from: those are a population's, and a reader checks
     the intervals against the one truth the page shows."""
-    from survey.domain.demo import DEMO_SPEC, create_demo
+    from survey.domain.surveys.demo import DEMO_SPEC, create_demo
 
     with app.app_context():
         survey = create_demo(db.session)  # the demo as `make run` loads it: 3,000 respondents, its seed

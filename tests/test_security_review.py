@@ -30,9 +30,9 @@ from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.domain.errors import DomainError
-from survey.domain.invitations import generate_codes
 from survey.domain.models import Membership, Survey, User
-from survey.domain.specs import create_survey_from_spec, parse_planning
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec, parse_planning
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
@@ -112,7 +112,7 @@ def test_estimates_csv_neutralizes_formulas_and_keeps_numbers_numbers(app, signe
 
 
 def test_invitation_links_csv_neutralizes_formulas(app, user):
-    from survey.domain.invitations import invitations_csv
+    from survey.domain.responses.codes import invitations_csv
 
     with app.app_context():
         survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
@@ -126,7 +126,7 @@ def test_invitation_links_csv_neutralizes_formulas(app, user):
 
 
 def test_the_csv_helper_neutralizes_text_cells_only_by_column_type():
-    from survey.domain.csvfile import CsvTable, neutralize
+    from survey.domain.results.csvfile import CsvTable, neutralize
 
     for bad in ["=1", "+1", "-1", "@A1", "\tx", "\rx", " =1", "＝1"]:
         assert neutralize(bad).startswith("'"), bad
@@ -457,7 +457,7 @@ def test_the_preview_accepts_margins_the_spec_accepts(signed_in, margin):
 
 
 def test_one_constant_bounds_the_margin_in_both_places(signed_in, monkeypatch):
-    from survey.domain import planning
+    from survey.domain.surveys import planning
 
     assert planning.MIN_TARGET_MARGIN == 0.001
     monkeypatch.setattr(planning, "MIN_TARGET_MARGIN", 0.01)  # moved in one place, it moves in both
@@ -474,7 +474,7 @@ def test_one_constant_bounds_the_margin_in_both_places(signed_in, monkeypatch):
 def pending(app) -> set[tuple[str, str, bool]]:
     """Every role given or offered: memberships (accepted or not), and invitations that name an
     account and wait for its answer (what sharing with an existing user makes)."""
-    from survey.domain.links import offers_for
+    from survey.domain.accounts.account_links import offers_for
 
     with app.app_context():
         found = {(m.user.username, m.role, m.pending) for m in db.session.scalars(select(Membership))}
@@ -537,7 +537,7 @@ def test_only_the_invitee_can_accept(app, signed_in, small_survey, bob, carol):
 
 
 def test_pending_members_grant_nothing_in_the_domain(app, small_survey, bob):
-    from survey.domain.access import role_of, visible_surveys
+    from survey.domain.accounts.access import role_of, visible_surveys
 
     with app.app_context():
         survey = db.session.scalar(select(Survey))

@@ -21,9 +21,9 @@ from alembic import command
 from sqlalchemy import select, text
 
 from survey import create_app
-from survey.domain.mixing import held_count
 from survey.domain.models import Survey
-from survey.domain.tallies import survey_counts, tally_mismatches
+from survey.domain.responses.mixing import held_count
+from survey.domain.responses.tallies import survey_counts, tally_mismatches
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
 from survey.platform.schema import alembic_config
@@ -200,7 +200,7 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
     with app.app_context():
         for slug, expected in (("small-test", 160), ("coded", 1)):
             survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-            # a coded submission is held until its batch is released (survey/domain/mixing.py)
+            # a coded submission is held until its batch is released (survey/domain/responses/mixing.py)
             counted = survey_counts(db.session, survey).submissions + held_count(db.session, survey.id)
             assert counted == expected
             assert tally_mismatches(db.session, survey) == []

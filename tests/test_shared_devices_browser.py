@@ -40,9 +40,9 @@ from playwright.sync_api import expect
 from scipy.stats import multinomial
 from sqlalchemy import select
 
-from survey.domain.invitations import generate_codes
 from survey.domain.models import Survey
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.responses.codes import generate_codes
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import live_site

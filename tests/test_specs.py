@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Answer, Design, Question, Submission, Survey, User
-from survey.domain.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, GeneralizedRR, Warner
 
@@ -207,8 +207,8 @@ def test_demo_command_creates_simulated_respondents(app, runner):
 
 def test_demo_reports_are_randomized_by_the_stored_mechanism(app):
     """At 20,000 respondents the reported yes-share matches Q·truth, not the truth itself."""
-    from survey.domain.demo import create_demo
-    from survey.domain.tallies import survey_counts
+    from survey.domain.responses.tallies import survey_counts
+    from survey.domain.surveys.demo import create_demo
 
     with app.app_context():
         survey = create_demo(db.session, 20_000)
@@ -233,7 +233,7 @@ def test_create_user_command(app, runner):
 
 def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
     """On PostgreSQL the demo's bulk insert must leave the id sequence where a new row can follow."""
-    from survey.domain.demo import create_demo
+    from survey.domain.surveys.demo import create_demo
 
     with app.app_context():
         create_demo(db.session, 50)
@@ -245,8 +245,8 @@ def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
 
 
 def test_reserved_keys_match_the_microdata_columns():
-    from survey.domain.exports import MICRODATA_FIXED_COLUMNS
-    from survey.domain.specs import RESERVED_KEYS
+    from survey.domain.results.exports import MICRODATA_FIXED_COLUMNS
+    from survey.domain.surveys.specs import RESERVED_KEYS
 
     assert set(MICRODATA_FIXED_COLUMNS) == RESERVED_KEYS
 
@@ -260,7 +260,7 @@ def test_designs_that_reveal_every_answer_are_refused(app):
 
 @pytest.mark.parametrize("f, safe, exposed", [(1.0, "yes", "no"), (0.0, "no", "yes")])
 def test_one_sided_wording_names_the_exposed_answer(f, safe, exposed):
-    from survey.domain.wording import deniability_sentence
+    from survey.domain.surveys.wording import deniability_sentence
 
     sentence = deniability_sentence(CoinFlip(0.5, f))
     assert f"only a “{safe}” is protected" in sentence and f"true “{exposed}”" in sentence

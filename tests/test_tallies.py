@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 from sqlalchemy import select, text
 
-from survey.domain.analysis import compare
-from survey.domain.exports import estimates_document
-from survey.domain.invitations import generate_codes
-from survey.domain.lifecycle import close
-from survey.domain.mixing import held_count, question_kinds, release
 from survey.domain.models import TALLY_SHARDS, DayTally, PairTally, Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.tallies import (
+from survey.domain.responses.codes import generate_codes
+from survey.domain.responses.mixing import held_count, question_kinds, release
+from survey.domain.responses.tallies import (
     rebuild_tallies,
     recount,
     survey_counts,
     survey_results,
     tally_mismatches,
 )
+from survey.domain.results.analysis import compare
+from survey.domain.results.exports import estimates_document
+from survey.domain.surveys.lifecycle import close
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .databases import statements
@@ -219,7 +219,7 @@ def test_rebuilding_while_submissions_arrive_loses_and_doubles_nothing(app, smal
     each hold one and wait for the other. With that lock, this test failed in 8 runs out of 8; a
     rebuild that locks one table never deadlocks, and no submission is refused or lost meanwhile.
     """
-    from survey.domain.submissions import record_submission, submission_form
+    from survey.domain.responses.submissions import record_submission, submission_form
 
     acknowledged = Counter()
     failures: list[str] = []
@@ -317,7 +317,7 @@ def test_the_database_accepts_exactly_when_the_survey_says_it_accepts(app, small
     import itertools
 
     from survey.domain.models import today
-    from survey.domain.submissions import submission_form, write_submission
+    from survey.domain.responses.submissions import submission_form, write_submission
 
     day = today()
     with app.app_context():

@@ -19,7 +19,7 @@ import re
 import pytest
 from sqlalchemy import select, update
 
-from survey.domain.links import LIFETIMES, now
+from survey.domain.accounts.account_links import LIFETIMES, now
 from survey.domain.models import AccountLink, LoginSession, Membership, Survey, User
 from survey.platform.extensions import db
 
@@ -66,7 +66,7 @@ def user_named(app, name: str) -> User | None:
 
 def allow_invitations(app, allowed: bool = True) -> None:
     """The administrators' setting: users who are not administrators may invite people to make accounts."""
-    from survey.domain.site import set_members_invite_accounts
+    from survey.domain.accounts.site import set_members_invite_accounts
 
     with app.app_context():
         set_members_invite_accounts(db.session, allowed)
@@ -426,7 +426,7 @@ def test_the_first_administrator_comes_from_one_command(app, runner):
 
 
 def test_the_demo_user_is_an_administrator(app):
-    from survey.domain.demo import DEMO_USER, ensure_demo_user
+    from survey.domain.surveys.demo import DEMO_USER, ensure_demo_user
 
     with app.app_context():
         ensure_demo_user(db.session)

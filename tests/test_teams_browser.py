@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from survey.domain.models import User
-from survey.domain.specs import create_survey_from_spec
+from survey.domain.surveys.specs import create_survey_from_spec
 
 from .live import PHONE, live_site
 from .pages import axe_violations, new_page, sign_in

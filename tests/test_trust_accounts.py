@@ -46,7 +46,7 @@ def allow_invitations(app, allowed: bool = True) -> None:
     accounts. Before the fix there was no such setting and everyone could: then there is nothing to
     set, and the reproductions below run against that code as they are."""
     try:
-        from survey.domain.site import set_members_invite_accounts
+        from survey.domain.accounts.site import set_members_invite_accounts
     except ImportError:
         return
     with app.app_context():
@@ -366,7 +366,7 @@ def two_workers(request, tmp_path):
         alice.set_password(PASSWORD)
         db.session.add(alice)
         db.session.flush()
-        from survey.domain.specs import create_survey_from_spec
+        from survey.domain.surveys.specs import create_survey_from_spec
 
         create_survey_from_spec(db.session, SMALL_SPEC, owner=alice)
         db.session.commit()
@@ -651,8 +651,8 @@ def test_different_names_are_still_welcome_and_the_database_holds_the_rule(app, 
 
 
 def test_the_skeleton_follows_unicodes_table():
-    from survey.domain.confusable_table import PROTOTYPES, UNICODE_VERSION
-    from survey.domain.usernames import has_invisible, skeleton, username_key
+    from survey.domain.accounts.confusable_table import PROTOTYPES, UNICODE_VERSION
+    from survey.domain.accounts.usernames import has_invisible, skeleton, username_key
 
     assert UNICODE_VERSION == "17.0.0"
     table = dict(line.split(" ", 1) for line in PROTOTYPES.strip().split("\n"))
@@ -698,8 +698,8 @@ def test_existing_look_alikes_keep_working_after_the_upgrade(tmp_path):
 def test_respondent_links_shown_to_organizers_use_the_public_url_not_the_host_header(tmp_path, request):
     """The survey's address and each code's link on the management pages come from PUBLIC_URL when it
     is set, whatever Host the request named."""
-    from survey.domain.invitations import generate_codes
-    from survey.domain.specs import create_survey_from_spec
+    from survey.domain.responses.codes import generate_codes
+    from survey.domain.surveys.specs import create_survey_from_spec
 
     config = make_config("sqlite", tmp_path, request) | {"PUBLIC_URL": "https://surveys.example.org"}
     app = create_app(config)

@@ -1,4 +1,4 @@
-"""One write path: what a submission writes is declared once (survey/domain/writes.py), and both
+"""One write path: what a submission writes is declared once (survey/domain/responses/writes.py), and both
 databases, a released batch and the recount follow that one declaration.
 
 The same submissions go through SQLite and PostgreSQL; every tally table (summed over its random
@@ -22,13 +22,13 @@ from sqlalchemy import event, select
 
 from survey import create_app
 from survey.domain.errors import DomainError
-from survey.domain.invitations import generate_codes
-from survey.domain.lifecycle import close
-from survey.domain.mixing import held_count, release_if_closed
 from survey.domain.models import Answer, AnswerTally, DayTally, PairTally, Question, Submission, SubmissionTally, Survey
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.submissions import record_submission, submission_form
-from survey.domain.tallies import tally_mismatches
+from survey.domain.responses.codes import generate_codes
+from survey.domain.responses.mixing import held_count, release_if_closed
+from survey.domain.responses.submissions import record_submission, submission_form
+from survey.domain.responses.tallies import tally_mismatches
+from survey.domain.surveys.lifecycle import close
+from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .databases import PG_URL, make_config

@@ -22,8 +22,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from survey.domain.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN
-from survey.domain.specs import MAX_OPTIONS, MAX_QUESTIONS, NUMBER_LIMIT
+from survey.domain.surveys.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN
+from survey.domain.surveys.specs import MAX_OPTIONS, MAX_QUESTIONS, NUMBER_LIMIT
 from survey.domain.validation import TEXT_LIMITS
 from survey.privacy.designs import DESIGNS
 

@@ -31,17 +31,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 
-from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
-
-from . import passwords
-from .base import Base
+from survey.domain.accounts import passwords
+from survey.domain.accounts.usernames import username_digest
 
 # the registry's lists of kinds, still imported from here by older callers
-from .kinds import DIRECT_KINDS as DIRECT_KINDS
-from .kinds import KINDS as KINDS
-from .kinds import Kind, kind_of
-from .planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
-from .usernames import username_digest
+from survey.domain.surveys.kinds import DIRECT_KINDS as DIRECT_KINDS
+from survey.domain.surveys.kinds import KINDS as KINDS
+from survey.domain.surveys.kinds import Kind, kind_of
+from survey.domain.surveys.planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
+from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
+
+from .base import Base
 
 STATUSES = ("draft", "open", "closed", "archived")
 #: The states a spec may ask for (a survey is archived by its owner, never created so).
@@ -49,7 +49,7 @@ SPEC_STATUSES = ("draft", "open", "closed")
 ACCESS_MODES = ("link", "invitation")
 ROLES = ("organizer", "researcher")
 #: What a single-use account link is for: making an account (an invitation), setting the first
-#: password of an account an administrator made, or resetting a password (survey.domain.links).
+#: password of an account an administrator made, or resetting a password (survey.domain.accounts.account_links).
 LINK_PURPOSES = ("invitation", "setup", "reset")
 #: The password hash of an account whose owner has not set a password yet: no password matches it.
 NO_PASSWORD = "!"
@@ -84,7 +84,7 @@ class User(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(String(80), unique=True)
-    #: What no two usernames may share (survey.domain.usernames): a SHA-256 hash of the confusable
+    #: What no two usernames may share (survey.domain.accounts.usernames): a SHA-256 hash of the confusable
     #: skeleton of the normalized name, set with the name. Empty only for a look-alike of an older
     #: account, made before the rule existed.
     username_key: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
@@ -99,7 +99,7 @@ class User(Base):
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
     login_sessions: Mapped[list[LoginSession]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
-    #: The token of the sign-in session this object was loaded for (see survey.domain.accounts); not stored.
+    #: The token of the sign-in session this object was loaded for (see survey.domain.accounts.sign_in); not stored.
     session_token = None
     #: A user object is only ever made for someone who signed in.
     is_authenticated = True
@@ -116,10 +116,10 @@ class User(Base):
 
     def get_id(self) -> str:
         """Flask-Login's "alternative id": the cookie names one sign-in session by its random token,
-        not the user by their id, so that the server can end that session (survey.domain.accounts)."""
+        not the user by their id, so that the server can end that session (survey.domain.accounts.sign_in)."""
         if not self.session_token:
             raise RuntimeError(
-                "sign users in with survey.domain.accounts.start_session, which gives the session a token"
+                "sign users in with survey.domain.accounts.sign_in.start_session, which gives the session a token"
             )
         return self.session_token
 
@@ -129,7 +129,7 @@ class User(Base):
         return name
 
     def set_password(self, password: str) -> None:
-        """Scrypt with a random salt, or the method the app configured (:mod:`survey.domain.passwords`)."""
+        """Scrypt with a random salt, or the method the app configured (:mod:`survey.domain.accounts.passwords`)."""
         self.password_hash = passwords.hash_password(password)
 
     def check_password(self, password: str) -> bool:
@@ -165,7 +165,7 @@ class Survey(Base):
     #: "link": anyone with the link may answer; "invitation": a single-use code is needed.
     access: Mapped[str] = mapped_column(String(12), default="link")
     #: Close the survey once every randomized question's live interval is within the target margin
-    #: (survey.domain.live); off unless the organizer turns it on.
+    #: (survey.domain.results.live); off unless the organizer turns it on.
     auto_close: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Answered on shared devices (a computer lab, a tablet passed around): the respondent's page then
     #: draws every report afresh, keeps nothing in the browser and clears itself for the next person,
@@ -214,7 +214,7 @@ class Membership(Base):
     """A user's role on a survey they do not own: co-organizer, or researcher (results only).
 
     A membership offered by someone else is ``pending`` until the invited user accepts it: until then
-    it grants nothing (survey.domain.access ignores it) and the survey is not in the invitee's list, so nobody
+    it grants nothing (survey.domain.accounts.access ignores it) and the survey is not in the invitee's list, so nobody
     can put a survey (and its texts and files) in front of another user without their consent.
     """
 
@@ -273,7 +273,7 @@ class AccountLink(Base):
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
     used: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: The link reached its address by e-mail (and was shown to nobody): whoever opens it reads that
-    #: mailbox, so the account it makes may carry the address (survey.domain.links).
+    #: mailbox, so the account it makes may carry the address (survey.domain.accounts.account_links).
     mailed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     user: Mapped[User | None] = relationship(foreign_keys=[user_id])
@@ -291,7 +291,7 @@ class SiteSettings(Base):
     none, which means every default.
 
     ``members_invite_accounts``: whether users who are not administrators may invite someone without
-    an account to make one (survey.domain.site). Off by default: every account is then made by an
+    an account to make one (survey.domain.accounts.site). Off by default: every account is then made by an
     administrator, and ordinary users share surveys with accounts that exist.
     """
 
@@ -302,7 +302,7 @@ class SiteSettings(Base):
 
 
 class SendQuota(Base):
-    """How many invitations and e-mails one user made in one window of time (survey.domain.quota).
+    """How many invitations and e-mails one user made in one window of time (survey.domain.accounts.quota).
 
     Counted in the database, the one store every worker process shares, so that several workers do
     not each allow the limit; only the current window's row is kept per user.
@@ -368,7 +368,7 @@ class Question(Base):
 
     @property
     def kind_entry(self) -> Kind:
-        """Its kind's entry in the registry (:mod:`survey.domain.kinds`): what the rest of the app asks
+        """Its kind's entry in the registry (:mod:`survey.domain.surveys.kinds`): what the rest of the app asks
         of a question's kind, instead of comparing its name."""
         return kind_of(self.kind)
 
@@ -515,7 +515,7 @@ class HeldSubmission(Base):
     row a transaction writes carries its id (``xmin``) and lands in the table's physical order
     (``ctid``) at that moment; sequences hand out ids in the same order. Written straight into
     ``submissions``, each answer could be joined to its code through any of those. So a coded
-    submission waits here, and :mod:`survey.domain.mixing` releases a whole batch at once, in a
+    submission waits here, and :mod:`survey.domain.responses.mixing` releases a whole batch at once, in a
     random order, with one date: every released row then shares its batch's transaction, and its
     place, id and date say nothing about which of the batch's codes admitted it. The held row
     itself is deleted by the release.
@@ -533,7 +533,7 @@ class HeldSubmission(Base):
 class SubmissionReceipt(Base):
     """That a submission carrying this key was stored: so that a resend is answered "already received"
     and stored once. The key is 128 random bits the respondent's page made; only its SHA-256 hash is
-    kept, with the day, for a few days (:mod:`survey.domain.receipts`). It refers to no submission."""
+    kept, with the day, for a few days (:mod:`survey.domain.responses.receipts`). It refers to no submission."""
 
     __tablename__ = "submission_receipts"
 
@@ -552,8 +552,8 @@ TALLY_SHARDS = 16
 class AnswerTally(Base):
     """How many times a question's reported value was stored: a running count for the estimates.
 
-    Kept in the very transaction that stores the answers (see :mod:`survey.domain.submissions`), so it is
-    exactly the GROUP BY count of the answers at every commit; :mod:`survey.domain.tallies` can recount and
+    Kept in the very transaction that stores the answers (see :mod:`survey.domain.responses.submissions`), so it is
+    exactly the GROUP BY count of the answers at every commit; :mod:`survey.domain.responses.tallies` can recount and
     compare. Like an answer, a row holds no trace of who reported what or when.
     """
 
@@ -578,7 +578,7 @@ class SubmissionTally(Base):
 class PairTally(Base):
     """How many submissions reported one pair of values to two questions of a survey, one of them
     randomized: the counts a comparison by a question asked directly, or of two randomized questions,
-    reads (:mod:`survey.domain.analysis`), so it costs the same for ten respondents or ten million.
+    reads (:mod:`survey.domain.results.analysis`), so it costs the same for ten respondents or ten million.
 
     Kept like :class:`AnswerTally`, in the submission's own transaction; ``question_id`` is the lower
     question id of the pair. Number questions are not paired (a comparison by them is refused).

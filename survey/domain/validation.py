@@ -1,8 +1,8 @@
 """Each rule about input, written once: texts and their limits, keys and slugs, numbers, strict JSON,
 and the tolerance of the ε cap.
 
-The spec import (:mod:`survey.domain.specs`), the builder (:mod:`survey.domain.builder`), the
-privacy preview (:mod:`survey.domain.preview`), the lifecycle and the submission API all call these
+The spec import (:mod:`survey.domain.surveys.specs`), the builder (:mod:`survey.domain.surveys.builder`), the
+privacy preview (:mod:`survey.domain.surveys.preview`), the lifecycle and the submission API all call these
 functions, so the same input is refused the same way, with the same message, wherever it arrives.
 Each raises :class:`~survey.domain.errors.DomainError` with the path of the input at fault.
 

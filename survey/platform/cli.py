@@ -52,7 +52,7 @@ def register(app: Flask) -> None:
     @click.option("--if-empty", is_flag=True, help="only if the database has no survey yet")
     def demo(respondents: int, host: str, if_empty: bool) -> None:
         """Create the demo survey with simulated respondents, and print where to look."""
-        from survey.domain.demo import DEMO_PASSWORD, DEMO_USER, create_demo
+        from survey.domain.surveys.demo import DEMO_PASSWORD, DEMO_USER, create_demo
 
         _require_current_schema()
         if if_empty and db.session.scalar(select(Survey.id).limit(1)) is not None:
@@ -74,9 +74,9 @@ def register(app: Flask) -> None:
     @click.option("--admin", is_flag=True, help="an administrator, who manages users on the /admin/users page")
     def create_user(username: str, password: str, email: str | None, admin: bool) -> None:
         """Create a user who can sign in (the first administrator: with --admin)."""
-        from survey.domain.accounts import MIN_PASSWORD_LENGTH, check_new_password
+        from survey.domain.accounts.account_links import check_username, normalize_email
+        from survey.domain.accounts.sign_in import MIN_PASSWORD_LENGTH, check_new_password
         from survey.domain.errors import DomainError
-        from survey.domain.links import check_username, normalize_email
 
         _require_current_schema()
         try:
@@ -117,7 +117,7 @@ def register(app: Flask) -> None:
     def import_survey(file, owner: str | None, host: str) -> None:
         """Create a survey from a JSON spec (see the README for the format)."""
         from survey.domain.errors import DomainError
-        from survey.domain.specs import create_survey_from_spec
+        from survey.domain.surveys.specs import create_survey_from_spec
 
         _require_current_schema()
         try:
@@ -146,7 +146,7 @@ def register(app: Flask) -> None:
     @click.argument("slug")
     def estimate_command(slug: str) -> None:
         """Print the estimates of a survey as JSON."""
-        from survey.domain.exports import estimates_document
+        from survey.domain.results.exports import estimates_document
 
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         if survey is None:
@@ -158,7 +158,7 @@ def register(app: Flask) -> None:
     @click.option("--fix", is_flag=True, help="replace tallies that differ by the recount")
     def recount_command(slug: str | None, fix: bool) -> None:
         """Check the running tallies of one survey (or all) against a GROUP BY over the stored answers."""
-        from survey.domain.tallies import rebuild_tallies, tally_mismatches
+        from survey.domain.responses.tallies import rebuild_tallies, tally_mismatches
 
         query = select(Survey).order_by(Survey.id)
         if slug:

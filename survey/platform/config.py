@@ -43,7 +43,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "TRUSTED_PROXIES": 0,
         # The Strict-Transport-Security header; production_settings() sets it, development sends none.
         "STRICT_TRANSPORT_SECURITY": None,
-        # How new passwords are hashed (survey.domain.passwords): Werkzeug's scrypt. The tests set a
+        # How new passwords are hashed (survey.domain.accounts.passwords): Werkzeug's scrypt. The tests set a
         # cheap method; production keeps this default (a test checks that it does).
         "PASSWORD_HASH_METHOD": "scrypt",
         # Invitation and password links (survey.web.links) are tried once per address this often:
@@ -60,7 +60,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "MAIL_FROM": None,
         "MAIL_TIMEOUT": 10,
         # Submissions admitted by an invitation code are released into the results this many at a
-        # time, each in a random place with one date (survey.domain.mixing): nothing in the database
+        # time, each in a random place with one date (survey.domain.responses.mixing): nothing in the database
         # then ties a code to its answers better than one chance in this many.
         "ANONYMITY_BATCH": 10,
         # The site's public address, e.g. "https://surveys.example.org" (a path after the host if the
@@ -71,7 +71,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # warning is logged when the app starts.
         "PUBLIC_URL": None,
         "PUBLIC_URL_REQUIRED": False,
-        # How many invitations and e-mails one account may make (survey.domain.quota), counted in the
+        # How many invitations and e-mails one account may make (survey.domain.accounts.quota), counted in the
         # database so that every worker process shares one count.
         "INVITATION_RATE_LIMIT": "30 per hour",
     }

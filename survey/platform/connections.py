@@ -10,7 +10,7 @@ then, or after the connection sat in the pool for more than ``IDLE_PING_SECONDS`
 silently dropped connection is worth a ping), is a real ping sent, and a connection that fails it
 is replaced before the request sees it. This is a pool ``checkout`` listener, so it covers every
 way a connection leaves the pool: the ORM session and ``engine.raw_connection()`` alike (the
-submission path's driver cursor, :func:`survey.domain.submissions.autocommit_cursor`).
+submission path's driver cursor, :func:`survey.domain.responses.submissions.autocommit_cursor`).
 
 **An outage** is reported by whoever meets it (the error handlers of :mod:`survey.web.common`, the
 health check) through :data:`outage`: the first failure logs one line, further failures nothing,
@@ -222,7 +222,7 @@ def wait_for_sqlite_writers(engine: Engine, seconds: float = SQLITE_BUSY_SECONDS
 def erase_deleted_sqlite_rows(engine: Engine) -> None:
     """Have SQLite overwrite deleted rows with zeros (``secure_delete``) instead of leaving them in free
     pages of the file. A submission to a survey by invitation is held, then deleted from
-    ``held_submissions`` when its batch is released (survey/domain/mixing.py); without this, the held
+    ``held_submissions`` when its batch is released (survey/domain/responses/mixing.py); without this, the held
     row (what a code admitted, in claim order) would stay readable in the file until the page is
     reused. The journal or WAL keeps a copy until the next checkpoint (SECURITY.md)."""
     if engine.dialect.name != "sqlite":

@@ -18,9 +18,9 @@ from flask import Flask, Response, current_app, flash, g, jsonify, redirect, req
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
+from survey.domain.accounts.sharing import SurveyAccess, invitations_for, survey_access
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Membership, Survey, User
-from survey.domain.sharing import SurveyAccess, invitations_for, survey_access
 from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
 from survey.platform.extensions import db
 from survey.platform.security import MESSAGES, error_response, wants_json

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 from flask import current_app, request, url_for
 from limits import parse
 
+from survey.domain.accounts.account_links import LIFETIMES, mark_mailed
+from survey.domain.accounts.quota import SendLimit
+from survey.domain.accounts.sharing import ROLE_LABELS, Offer
 from survey.domain.errors import DomainError
-from survey.domain.links import LIFETIMES, mark_mailed
 from survey.domain.models import AccountLink, User
-from survey.domain.quota import SendLimit
-from survey.domain.sharing import ROLE_LABELS, Offer
 from survey.platform import mail
 from survey.platform.extensions import db
 

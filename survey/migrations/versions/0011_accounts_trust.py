@@ -4,7 +4,7 @@ Revision ID: 0011
 Revises: 0004
 
 - ``users.username_key``: a SHA-256 hash of the username's confusable skeleton
-  (survey.domain.usernames), unique, so that ``dеmo`` (a Cyrillic е) cannot sit beside ``demo``.
+  (survey.domain.accounts.usernames), unique, so that ``dеmo`` (a Cyrillic е) cannot sit beside ``demo``.
   Existing users get theirs here; of two existing look-alikes the older keeps the key and the newer
   gets none (it stays as it is, but no new look-alike of it can be made).
 - ``account_links.mailed``: the link reached its address by e-mail and was shown to nobody. Only such
@@ -29,7 +29,7 @@ depends_on = None
 
 
 def _digest(name: str) -> str:
-    from survey.domain.usernames import username_key
+    from survey.domain.accounts.usernames import username_key
 
     return hashlib.sha256(username_key(name).encode()).hexdigest()
 

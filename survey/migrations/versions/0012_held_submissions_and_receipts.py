@@ -4,7 +4,7 @@ Revision ID: 0012
 Revises: 0011
 
 ``held_submissions`` keeps a submission to a survey by invitation until a batch of them is released
-into ``submissions`` together (survey/domain/mixing.py), so that nothing in the database ties a code
+into ``submissions`` together (survey/domain/responses/mixing.py), so that nothing in the database ties a code
 to the answers it admitted. ``submission_receipts`` keeps the SHA-256 hash of each stored
 submission's key for a few days, so that a resend is answered "already received" and stored once.
 """

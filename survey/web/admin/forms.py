@@ -1,5 +1,5 @@
 """Forms of the users page (Flask-WTF: each carries a CSRF token). They check shape only; the rules
-(a free username, a real address, not disabling oneself) are survey.domain.users'."""
+(a free username, a real address, not disabling oneself) are survey.domain.accounts.users'."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 from wtforms.validators import DataRequired, Length, Optional
 
-from survey.domain.links import MAX_EMAIL_LENGTH, MAX_USERNAME_LENGTH
+from survey.domain.accounts.account_links import MAX_EMAIL_LENGTH, MAX_USERNAME_LENGTH
 
 from ..common import FormErrors
 from ..ids import IdField
@@ -37,7 +37,7 @@ class UserActionForm(FlaskForm):
 
 
 class SettingsForm(FlaskForm):
-    """The site's settings (survey.domain.site)."""
+    """The site's settings (survey.domain.accounts.site)."""
 
     members_invite_accounts = BooleanField(
         "Users who are not administrators may invite people without an account to make one"

@@ -1,5 +1,5 @@
-"""The users page: every account, what an administrator does with them (survey.domain.users), and
-the site's setting of who may invite people to make accounts (survey.domain.site).
+"""The users page: every account, what an administrator does with them (survey.domain.accounts.users), and
+the site's setting of who may invite people to make accounts (survey.domain.accounts.site).
 
 A new account and a new password come as a single-use link, e-mailed when the user has an address
 and a mail server is configured, or else shown once on the answer to the post for the administrator
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from flask import render_template
 from flask_login import login_required
 
-from survey.domain import users
+from survey.domain.accounts import users
 from survey.domain.errors import DomainError
 from survey.domain.models import User
 from survey.platform.extensions import db

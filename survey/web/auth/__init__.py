@@ -11,7 +11,7 @@ from . import views  # noqa: E402, F401
 
 def init_app(app: Flask) -> None:
     """Where Flask-Login sends anonymous visitors, and how a session cookie finds its user."""
-    from survey.domain.accounts import user_for_token
+    from survey.domain.accounts.sign_in import user_for_token
     from survey.domain.models import User
     from survey.platform.extensions import db, login_manager
 
@@ -20,7 +20,7 @@ def init_app(app: Flask) -> None:
 
     @login_manager.user_loader
     def load_user(token: str) -> User | None:
-        # The cookie carries a sign-in session's token, not a user id: see survey.domain.accounts.
+        # The cookie carries a sign-in session's token, not a user id: see survey.domain.accounts.sign_in.
         return user_for_token(db.session, token)
 
     app.register_blueprint(bp)

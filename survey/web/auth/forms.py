@@ -2,8 +2,8 @@ from flask_wtf import FlaskForm
 from wtforms import PasswordField, StringField, SubmitField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from survey.domain.accounts import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from survey.domain.links import MAX_USERNAME_LENGTH
+from survey.domain.accounts.account_links import MAX_USERNAME_LENGTH
+from survey.domain.accounts.sign_in import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
 from ..common import FormErrors
 

@@ -5,9 +5,7 @@ from urllib.parse import urlsplit
 from flask import flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
-from survey.domain.accounts import authenticate, end_session, start_session
-from survey.domain.errors import DomainError, Forbidden
-from survey.domain.links import (
+from survey.domain.accounts.account_links import (
     accept_account_invitation,
     live_link,
     may_make_accounts,
@@ -15,8 +13,10 @@ from survey.domain.links import (
     suggested_username,
     take_invitation,
 )
+from survey.domain.accounts.sharing import ROLE_LABELS
+from survey.domain.accounts.sign_in import authenticate, end_session, start_session
+from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import AccountLink, User
-from survey.domain.sharing import ROLE_LABELS
 from survey.platform.extensions import db
 
 from ..common import see_other

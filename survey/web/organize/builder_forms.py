@@ -1,7 +1,7 @@
 """Forms of the survey builder (Flask-WTF, for their CSRF token and for carrying errors to fields).
 
 The forms hold almost no rules of their own: what they collect becomes a question spec or a planning
-dict, which :mod:`survey.domain.specs` validates exactly as it validates an imported survey. A
+dict, which :mod:`survey.domain.surveys.specs` validates exactly as it validates an imported survey. A
 refusal is a :class:`~survey.domain.errors.DomainError` whose path says which spec field it is about
 (``("questions", 2, "privacy", "epsilon")``); each form maps paths to its inputs with a small table
 (:class:`survey.web.common.FormErrors`).
@@ -25,15 +25,15 @@ from wtforms import BooleanField, HiddenField, RadioField, SelectField, StringFi
 from wtforms.fields.choices import SelectChoice
 
 from survey.domain.errors import DomainError, Path
-from survey.domain.kinds import KIND_LIST, KINDS, LISTED, Kind, find_kind
 from survey.domain.models import Question, Survey
-from survey.domain.preview import chosen_design, input_for, plain_message, privacy_settings
+from survey.domain.surveys.kinds import KIND_LIST, KINDS, LISTED, Kind, find_kind
+from survey.domain.surveys.preview import chosen_design, input_for, plain_message, privacy_settings
 from survey.domain.validation import loose_number
 from survey.privacy.designs import DESIGNS, EPSILON, Design
 
 from ..common import FormErrors
 
-#: One radio button per kind of the registry (survey.domain.kinds), in its order.
+#: One radio button per kind of the registry (survey.domain.surveys.kinds), in its order.
 KIND_CHOICES = [SelectChoice(kind.id, kind.choice) for kind in KIND_LIST]
 EPSILON_CHOICE = SelectChoice(EPSILON.name, "ε (privacy loss)")
 ONE_SIDED_MESSAGE = (
@@ -88,7 +88,7 @@ class PlanningForm(BuilderForm):
         )
 
     def fields(self) -> dict[str, Any]:
-        """The planning dict for :func:`survey.domain.builder.update_planning` (an empty cap means none)."""
+        """The planning dict for :func:`survey.domain.surveys.builder.update_planning` (an empty cap means none)."""
         cap = (self.epsilon_cap.data or "").strip()
         return {
             "epsilon_cap": None if cap == "" else loose_number(cap),

@@ -1,7 +1,7 @@
 """Survey and question editor, budget panel, and the privacy preview API.
 
-Views stay thin: they read a form, call one domain function of :mod:`survey.domain.builder` (or
-:func:`survey.domain.specs.create_survey_from_spec` for a new survey) and render. Every rule about what a
+Views stay thin: they read a form, call one domain function of :mod:`survey.domain.surveys.builder` (or
+:func:`survey.domain.surveys.specs.create_survey_from_spec` for a new survey) and render. Every rule about what a
 question or a design may be lives in the spec code those functions call, so the builder accepts
 exactly what an imported spec would. Every page needs the "edit" right on its survey; anyone else
 gets a 404, as if the survey did not exist.
@@ -16,17 +16,17 @@ from flask import abort, jsonify, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 
-from survey.domain import builder
-from survey.domain.access import survey_for
-from survey.domain.budget import question_planning, survey_budget
+from survey.domain.accounts.access import survey_for
 from survey.domain.errors import DomainError, Frozen
-from survey.domain.kinds import LISTED, REGISTRY, builder_blocks, builder_kinds
-from survey.domain.kinds import NAMES as KIND_NAMES
 from survey.domain.models import Question, Survey
-from survey.domain.outline import first_labels, option_counts, question_list
-from survey.domain.preview import count_text, error_json, points_text, preview, times_text
-from survey.domain.specs import create_survey_from_spec
-from survey.domain.wording import epsilon_text
+from survey.domain.surveys import builder
+from survey.domain.surveys.budget import question_planning, survey_budget
+from survey.domain.surveys.kinds import LISTED, REGISTRY, builder_blocks, builder_kinds
+from survey.domain.surveys.kinds import NAMES as KIND_NAMES
+from survey.domain.surveys.outline import first_labels, option_counts, question_list
+from survey.domain.surveys.preview import count_text, error_json, points_text, preview, times_text
+from survey.domain.surveys.specs import create_survey_from_spec
+from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name, kinds_served
 

@@ -22,10 +22,10 @@ from wtforms import (
 )
 from wtforms.validators import DataRequired, EqualTo, InputRequired, Length, NumberRange, Optional
 
-from survey.domain.accounts import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from survey.domain.invitations import MAX_CODES_PER_REQUEST
+from survey.domain.accounts.sharing import ROLE_DESCRIPTIONS
+from survey.domain.accounts.sign_in import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 from survey.domain.models import ACCESS_MODES
-from survey.domain.sharing import ROLE_DESCRIPTIONS
+from survey.domain.responses.codes import MAX_CODES_PER_REQUEST
 
 from ..common import FormErrors
 from ..ids import IdField

@@ -24,10 +24,23 @@ from flask import (
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 
-from survey.domain import lifecycle
-from survey.domain.access import OWNER, survey_for
+from survey.domain.accounts.access import OWNER, survey_for
+from survey.domain.accounts.account_links import open_invitations, withdraw_invitation
+from survey.domain.accounts.sharing import (
+    ROLE_LABELS,
+    Offer,
+    accept_invitation,
+    change_password,
+    decline_invitation,
+    members,
+    remove_member,
+    share_with,
+    survey_access,
+)
+from survey.domain.accounts.site import may_invite_accounts
 from survey.domain.errors import DomainError, NotFound
-from survey.domain.invitations import (
+from survey.domain.models import Membership, Survey
+from survey.domain.responses.codes import (
     CODES_PER_PAGE,
     CODES_PER_PRINT,
     code_rows,
@@ -39,24 +52,11 @@ from survey.domain.invitations import (
     revoke_unused,
     shown,
 )
-from survey.domain.links import open_invitations, withdraw_invitation
-from survey.domain.live import close_if_precise, live_status
-from survey.domain.models import Membership, Survey
-from survey.domain.sharing import (
-    ROLE_LABELS,
-    Offer,
-    accept_invitation,
-    change_password,
-    decline_invitation,
-    members,
-    remove_member,
-    share_with,
-    survey_access,
-)
-from survey.domain.site import may_invite_accounts
-from survey.domain.specs import survey_to_spec
-from survey.domain.tallies import submission_count
-from survey.domain.wording import epsilon_text
+from survey.domain.responses.tallies import submission_count
+from survey.domain.results.live import close_if_precise, live_status
+from survey.domain.surveys import lifecycle
+from survey.domain.surveys.specs import survey_to_spec
+from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
@@ -546,7 +546,7 @@ def invitations_csv_file(slug: str):
 @login_required
 def add_member_view(slug: str):
     """Change a team member's role, or invite someone by username, e-mail address or name
-    (survey.domain.sharing.share_with). The answer is the same whether or not an account has that
+    (survey.domain.accounts.sharing.share_with). The answer is the same whether or not an account has that
     name or address (survey.web.mailing): when the inviter may invite people to make accounts, the
     page with the link (to copy, or where it was e-mailed); else a note on the page."""
     survey = _editable(slug)

@@ -14,9 +14,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from survey.domain.kinds import Kind
 from survey.domain.models import Question, Survey
-from survey.domain.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
+from survey.domain.surveys.kinds import Kind
+from survey.domain.surveys.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
 from survey.privacy import Mechanism, Randomizer
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a

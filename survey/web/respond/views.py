@@ -7,12 +7,12 @@ from flask import Response, abort, current_app, g, redirect, render_template, re
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
-from survey.domain.access import allowed, survey_for
+from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
-from survey.domain.invitations import check_code, normalize
 from survey.domain.models import Survey, today
-from survey.domain.receipts import ALREADY_RECEIVED_MESSAGE
-from survey.domain.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
+from survey.domain.responses.codes import check_code, normalize
+from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
+from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
 from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
@@ -98,7 +98,7 @@ def show(slug: str):
 
 
 def _forms() -> FormCache:
-    """This process's published surveys' forms (see :class:`survey.domain.submissions.SubmissionForm`)."""
+    """This process's published surveys' forms (see :class:`survey.domain.responses.submissions.SubmissionForm`)."""
     return current_app.extensions.setdefault("survey.submission_forms", {})
 
 

@@ -164,7 +164,7 @@ def _y(share: float) -> float:
 
 
 def timeline_chart(data: dict[str, Any], text: str) -> TimelineChart | None:
-    """The chart of :meth:`survey.domain.live.Timeline.to_dict`; None before the first answer."""
+    """The chart of :meth:`survey.domain.results.live.Timeline.to_dict`; None before the first answer."""
     days = data["days"]
     if not days:
         return None

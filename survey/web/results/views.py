@@ -1,6 +1,6 @@
 """Results for signed-in users: the estimates page, its chart, and the four downloads.
 
-Every number shown or downloaded comes from :func:`survey.domain.tallies.survey_results` (the running
+Every number shown or downloaded comes from :func:`survey.domain.responses.tallies.survey_results` (the running
 tallies, then :func:`survey.privacy.estimate`); these views only choose how to present it.
 """
 
@@ -14,8 +14,18 @@ from typing import Any
 from flask import Response, current_app, jsonify, render_template, request, send_file, stream_with_context
 from flask_login import current_user, login_required
 
-from survey.domain.access import survey_for, visible_surveys
-from survey.domain.analysis import (
+from survey.domain.accounts.access import survey_for, visible_surveys
+from survey.domain.errors import DomainError
+from survey.domain.models import Question, Survey
+from survey.domain.responses.mixing import held_count
+from survey.domain.responses.tallies import (
+    QuestionResult,
+    number_results,
+    submission_count,
+    survey_counts,
+    survey_results,
+)
+from survey.domain.results.analysis import (
     MAX_COVARIATES,
     WEEK,
     Comparison,
@@ -26,25 +36,15 @@ from survey.domain.analysis import (
     regression,
     too_large_to_pair,
 )
-from survey.domain.budget import stored_total_epsilon, survey_epsilons
-from survey.domain.coding import researcher_code, researcher_options, stored_code
-from survey.domain.errors import DomainError
-from survey.domain.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
-from survey.domain.kinds import NAMES as KIND_NAMES
-from survey.domain.kinds import REGISTRY
-from survey.domain.labelled import labelled_file
-from survey.domain.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
-from survey.domain.mixing import held_count
-from survey.domain.models import Question, Survey
-from survey.domain.rscript import r_script
-from survey.domain.tallies import (
-    QuestionResult,
-    number_results,
-    submission_count,
-    survey_counts,
-    survey_results,
-)
-from survey.domain.wording import epsilon_text
+from survey.domain.results.coding import researcher_code, researcher_options, stored_code
+from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
+from survey.domain.results.labelled import labelled_file
+from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
+from survey.domain.results.rscript import r_script
+from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
+from survey.domain.surveys.kinds import NAMES as KIND_NAMES
+from survey.domain.surveys.kinds import REGISTRY
+from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name
 from survey.privacy.estimation import FLOOR_FACTOR

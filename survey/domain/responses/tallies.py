@@ -1,0 +1,352 @@
+"""Counting reported values and turning the counts into estimates.
+
+Estimates read running tallies (``answer_tallies``, ``submission_tallies``) that every submission
+adds to in its own transaction (declared in :mod:`survey.domain.responses.writes`), so the counts of a
+survey cost a read of at most ``TALLY_SHARDS × cells`` rows whether it has ten respondents or ten
+million. The tallies must always equal a GROUP BY over the stored answers: :func:`recount` computes
+it (the declaration's own ``SELECT`` over the stored answers) and :func:`tally_mismatches` compares
+the two (the tests and ``flask --app survey recount`` use them). Nothing here ever loads individual
+responses into Python.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import SmallInteger, delete, func, insert, literal, select, text, union_all
+from sqlalchemy.orm import Session
+
+from survey.domain.base import begin_writing
+from survey.domain.models import (
+    AnswerTally,
+    DayTally,
+    Question,
+    Submission,
+    SubmissionTally,
+    Survey,
+)
+from survey.domain.responses.mixing import question_kinds
+from survey.domain.results.numbers import NumberSummary, summarize
+from survey.domain.surveys.kinds import NUMBERS, SHARES
+from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
+
+from . import writes
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A survey's counts at one moment: submissions, per question id the count of each code, and for
+    a number question (whose answers are numbers, not codes) the count of each value answered."""
+
+    submissions: int
+    by_question: dict[int, np.ndarray]
+    numbers: dict[int, dict[int, int]] = field(default_factory=dict)
+
+
+def _empty_counts(survey: Survey) -> Counts:
+    return Counts(
+        0,
+        {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions if not q.is_number},
+        {q.id: {} for q in survey.questions if q.is_number},
+    )
+
+
+def _add(counts: Counts, question_id: int, value: int, count: int) -> None:
+    if question_id in counts.numbers:
+        counts.numbers[question_id][int(value)] = int(count)
+    elif question_id in counts.by_question and 0 <= value < len(counts.by_question[question_id]):
+        counts.by_question[question_id][value] = int(count)
+
+
+def survey_counts(session: Session, survey: Survey) -> Counts:
+    """The running tallies, summed over shards, read in one statement (so the submission count and
+    the answer counts come from the same snapshot)."""
+    answers = (
+        select(AnswerTally.question_id, AnswerTally.value, func.sum(AnswerTally.count))
+        .join(Question, Question.id == AnswerTally.question_id)
+        .where(Question.survey_id == survey.id)
+        .group_by(AnswerTally.question_id, AnswerTally.value)
+    )
+    submissions = select(literal(None), literal(None), func.sum(SubmissionTally.count)).where(
+        SubmissionTally.survey_id == survey.id
+    )
+    counts = _empty_counts(survey)
+    total = 0
+    for question_id, value, count in session.execute(union_all(answers, submissions)):
+        if question_id is None:
+            total = int(count or 0)
+        else:
+            _add(counts, question_id, value, count)
+    return Counts(total, counts.by_question, counts.numbers)
+
+
+def submission_count(session: Session, survey: Survey) -> int:
+    """How many submissions the survey has stored (from the running tally)."""
+    total = session.scalar(select(func.sum(SubmissionTally.count)).where(SubmissionTally.survey_id == survey.id))
+    return int(total or 0)
+
+
+# -- keeping the tallies ---------------------------------------------------------------------------
+
+
+def _recounted(session: Session, survey: Survey, name: str) -> list[Any]:
+    """The rows (keys..., n) that tally ``name`` of :data:`survey.domain.responses.writes.TALLIES` must hold:
+    the declaration every writer follows, over the survey's stored submissions and answers."""
+    source = writes.stored(question_kinds(survey), survey_id=survey.id)
+    return list(session.execute(writes.TALLY[name].counted(*source)))
+
+
+def recount(session: Session, survey: Survey) -> Counts:
+    """The counts by GROUP BY over the stored submissions and answers: what the tallies must equal."""
+    counts = _empty_counts(survey)
+    for question_id, value, count in _recounted(session, survey, "answers"):
+        _add(counts, question_id, value, count)
+    total = sum(int(n) for _, n in _recounted(session, survey, "submissions"))
+    return Counts(total, counts.by_question, counts.numbers)
+
+
+#: ``(question id, value, other question id, other value) → count`` and ``(question id, value, day) → count``
+PairCounts = dict[tuple[int, int, int, int], int]
+DayCounts = dict[tuple[int, int, Any], int]
+
+
+def tally_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
+    """``tally``'s cells of ``survey`` as stored, summed over shards: keys → count."""
+    rows = session.execute(tally.kept().where(tally.of_survey(survey.id)))
+    return {tuple(row[:-1]): int(row[-1]) for row in rows if row[-1]}
+
+
+def recounted_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
+    """What ``tally``'s cells of ``survey`` must hold: keys → count, recounted from the answers."""
+    return {tuple(row[:-1]): int(row[-1]) for row in _recounted(session, survey, tally.name)}
+
+
+def pair_tally_counts(session: Session, survey: Survey) -> PairCounts:
+    """The pair tallies of ``survey``, summed over shards."""
+    return tally_cells(session, survey, writes.TALLY["pairs"])  # type: ignore[return-value]
+
+
+def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
+    """The day tallies of ``survey``, summed over shards."""
+    return tally_cells(session, survey, writes.TALLY["days"])  # type: ignore[return-value]
+
+
+def question_day_counts(session: Session, question: Question) -> dict[Any, np.ndarray]:
+    """One question's reported counts per day of submission (the day tallies), days in order."""
+    rows = session.execute(
+        select(DayTally.day, DayTally.value, func.sum(DayTally.count))
+        .where(DayTally.question_id == question.id)
+        .group_by(DayTally.day, DayTally.value)
+    )
+    k = len(question.options)
+    per_day: dict[Any, np.ndarray] = {}
+    for day, value, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        if 0 <= value < k:
+            per_day.setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
+    return {day: per_day[day] for day in sorted(per_day)}
+
+
+def questions_day_counts(session: Session, questions: list[Question]) -> dict[int, dict[Any, np.ndarray]]:
+    """:func:`question_day_counts` of several questions at once (by question id), in one query."""
+    if not questions:
+        return {}
+    by_id = {q.id: q for q in questions}
+    rows = session.execute(
+        select(DayTally.question_id, DayTally.day, DayTally.value, func.sum(DayTally.count))
+        .where(DayTally.question_id.in_(list(by_id)))
+        .group_by(DayTally.question_id, DayTally.day, DayTally.value)
+    )
+    found: dict[int, dict[Any, np.ndarray]] = {}
+    for question_id, day, value, count in rows:
+        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+            day = dt.date.fromisoformat(day)
+        k = len(by_id[question_id].options)
+        if 0 <= value < k:
+            found.setdefault(question_id, {}).setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
+    return {q: {day: per_day[day] for day in sorted(per_day)} for q, per_day in found.items()}
+
+
+def recount_pairs(session: Session, survey: Survey) -> PairCounts:
+    """What the pair tallies must equal: the GROUP BY over every pair of one submission's answers to
+    two questions (lower id first) that the declaration pairs (:func:`survey.domain.responses.writes.what_it_feeds`)."""
+    return {(x, vx, y, vy): int(c) for x, vx, y, vy, c in _recounted(session, survey, "pairs")}
+
+
+def recount_days(session: Session, survey: Survey) -> DayCounts:
+    """What the day tallies must equal: the answers, per value and day, of the questions counted by day."""
+    return {(q, v, day): int(c) for q, v, day, c in _recounted(session, survey, "days")}
+
+
+def _differences(name: str, kept: dict, counted: dict) -> list[str]:
+    differ = sorted((k for k in kept.keys() | counted.keys() if kept.get(k) != counted.get(k)), key=str)
+    if not differ:
+        return []
+    shown = "; ".join(f"{k}: tally {kept.get(k, 0)}, recount {counted.get(k, 0)}" for k in differ[:3])
+    return [f"{name}: {len(differ)} cells differ ({shown})"]
+
+
+def tally_mismatches(session: Session, survey: Survey) -> list[str]:
+    """Where the running tallies differ from a recount, in words; empty when they agree. Every tally
+    of :data:`survey.domain.responses.writes.TALLIES` is checked against that same declaration."""
+    problems: list[str] = []
+    for tally in writes.TALLIES:
+        kept, counted = tally_cells(session, survey, tally), recounted_cells(session, survey, tally)
+        if kept == counted:
+            continue
+        if tally.name == "submissions":
+            problems.append(f"submissions: tally {sum(kept.values())}, recount {sum(counted.values())}")
+        elif tally.name == "answers":
+            problems += _answer_differences(survey, kept, counted)
+        else:
+            problems += _differences(tally.label, kept, counted)
+    return problems
+
+
+def _answer_differences(survey: Survey, kept: dict[tuple, int], counted: dict[tuple, int]) -> list[str]:
+    """The answer tallies' differences, question by question: option counts in code order, or the
+    numbers answered that differ."""
+    problems = []
+    for q in survey.questions:
+        x = {v: n for (qid, v), n in kept.items() if qid == q.id}
+        y = {v: n for (qid, v), n in counted.items() if qid == q.id}
+        if x == y:
+            continue
+        if q.is_number:
+            differ = sorted(v for v in x.keys() | y.keys() if x.get(v) != y.get(v))
+            pairs = ", ".join(f"{v}: tally {x.get(v, 0)}, recount {y.get(v, 0)}" for v in differ[:5])
+            problems.append(f"question {q.key!r}: {pairs}")
+        else:
+            codes = range(len(q.options))
+            tally, again = [x.get(c, 0) for c in codes], [y.get(c, 0) for c in codes]
+            problems.append(f"question {q.key!r}: tally {tally}, recount {again}")
+    return problems
+
+
+def rebuild_tallies(session: Session, survey: Survey) -> None:
+    """Replace the survey's tallies by a recount (after a bulk load; to repair). The caller commits.
+
+    On PostgreSQL new submissions are held off first, so a submission committing meanwhile is either
+    in the recount or adds to the rebuilt tally, never both and never neither. The rebuild locks one
+    table, ``submissions``, which every submission writes (SHARE ROW EXCLUSIVE: readers go on,
+    writers wait). One table, not the tally tables themselves: a submission's single statement takes
+    its table locks in an order PostgreSQL chooses (a prepared plan takes them in another order than
+    a freshly parsed one), so locking two tables could interleave with a submission holding the
+    second and wanting the first, a deadlock. A submission waiting for this lock holds no row locks
+    yet (every table lock of a statement is taken before it runs), and the rebuild needs no lock a
+    submission's table locks conflict with, so no cycle can form. SQLite has one writer at a time.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"LOCK TABLE {Submission.__tablename__} IN SHARE ROW EXCLUSIVE MODE"))
+    survey_id = survey.id  # (a read, if the survey was expired: before the write lock below)
+    feeds = question_kinds(survey)
+    begin_writing(session)
+    for tally in writes.TALLIES:
+        session.execute(delete(tally.table).where(tally.of_survey(survey_id)))
+    source = writes.stored(feeds, survey_id=survey_id)
+    for tally in writes.TALLIES:
+        rows = tally.with_shard(*source, literal(0, SmallInteger))
+        session.execute(insert(tally.table).from_select([*tally.keys, "shard", "count"], rows))
+
+
+# -- estimates -------------------------------------------------------------------------------------
+
+
+@dataclass
+class QuestionResult:
+    """One question's counts and, once someone answered it, its estimate."""
+
+    question: Question
+    mechanism: Mechanism
+    counts: np.ndarray
+    estimate: Estimate | None
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def randomized(self) -> bool:
+        return self.question.is_randomized
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        q = self.question
+        eps = self.mechanism.epsilon if self.randomized else None
+        low, high = self.estimate.ci(level) if self.estimate is not None else (None, None)
+        categories = []
+        for code, label in enumerate(q.labels):
+            item: dict[str, Any] = {"code": code, "label": label, "reported": int(self.counts[code])}
+            if self.estimate is not None:
+                e = self.estimate
+                item.update(
+                    observed_share=float(e.observed[code]),
+                    unbiased=float(e.unbiased[code]),
+                    proportion=float(e.proportions[code]),
+                    standard_error=float(e.standard_errors[code]),
+                    ci_low=float(low[code]),
+                    ci_high=float(high[code]),
+                    interval_method=e.interval_methods[code],
+                )
+            if q.simulated_truth is not None:
+                item["simulated_truth"] = q.simulated_truth[code]
+            categories.append(item)
+        return {
+            "key": q.key,
+            "text": q.text,
+            "kind": q.kind,
+            "randomized": self.randomized,
+            "n": self.n,
+            "epsilon": None if eps is None or math.isinf(eps) else eps,
+            "epsilon_infinite": eps is not None and math.isinf(eps),
+            "design": self.mechanism.to_dict() if self.randomized else None,
+            "level": level,
+            "categories": categories,
+        }
+
+
+def question_mechanism(question: Question) -> Mechanism:
+    """The frozen design of a randomized question; the identity for a direct one.
+
+    With the identity matrix the estimator reduces to the plain shares with Wilson intervals, which
+    is exactly what a directly asked question should get.
+    """
+    mechanism = question.mechanism()
+    if mechanism is None:
+        mechanism = Mechanism(np.eye(len(question.options)), labels=question.labels)
+    return mechanism
+
+
+def survey_results(
+    session: Session, survey: Survey, counts: Counts | None = None, questions: list[Question] | None = None
+) -> list[QuestionResult]:
+    """Every option question's counts and estimate (number questions: :func:`number_results`), or
+    those of ``questions`` (a page of them); ``counts`` defaults to the running tallies read now."""
+    by_question = (counts or survey_counts(session, survey)).by_question
+    results = []
+    for q in survey.questions if questions is None else questions:
+        if q.kind_entry.result != SHARES:
+            continue  # summarized, not estimated: see number_results
+        mech = question_mechanism(q)
+        c = by_question[q.id]
+        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
+    return results
+
+
+def number_results(
+    session: Session, survey: Survey, counts: Counts | None = None, questions: list[Question] | None = None
+) -> list[NumberSummary]:
+    """Every number question's summary (or those among ``questions``), from the running tallies
+    (``counts``, read now by default)."""
+    numbers = (counts or survey_counts(session, survey)).numbers
+    chosen = survey.questions if questions is None else questions
+    return [summarize(q, numbers[q.id]) for q in chosen if q.kind_entry.result == NUMBERS]
+
+
+def results_total_epsilon(results: list[QuestionResult]) -> float:
+    """The survey's total ε from mechanisms already built for its results (saves rebuilding them)."""
+    return total_epsilon(r.mechanism for r in results if r.randomized)

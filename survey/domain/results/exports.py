@@ -1,0 +1,419 @@
+"""What a researcher downloads: the estimates (CSV, JSON), the randomized microdata and its codebook.
+
+The estimates are exactly those of the results page: they come from
+:func:`survey.domain.responses.tallies.survey_results` (the running tallies and
+:func:`survey.privacy.estimate`), so a file can never disagree with the page. The microdata hold reported
+values only, the values the respondents' browsers sent; with the codebook's matrices they are enough to redo
+every estimate in R or Python (the R script, :mod:`survey.domain.results.rscript`, does). Codes are the
+researcher's (:mod:`survey.domain.results.coding`: yes = 1, no = 0) in every file, and the codebook's matrices
+use the same coding. A question's column is named by
+:func:`survey.domain.surveys.variable_names.variable_names` in every file (its key, unless the key is a
+reserved word or too long for R, Stata or SPSS), and the codebook and the estimates record which name belongs
+to which key. Every field is described in ``docs/exports.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from survey.domain.models import Answer, Question, Submission, Survey
+from survey.domain.responses.tallies import number_results, results_total_epsilon, survey_counts, survey_results
+from survey.domain.results.coding import researcher_code, researcher_matrix, researcher_options, stored_order
+from survey.domain.results.csvfile import ColumnType, CsvTable
+from survey.domain.surveys.kinds import NUMBERS, kind_of
+from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
+
+#: The confidence level of every interval in the exports.
+LEVEL = 0.95
+
+#: The estimates CSV's columns and their types: text cells are neutralized against formulas
+#: (survey.domain.results.csvfile), numbers are written as numbers.
+ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
+    ("survey_slug", "text"),
+    ("question_key", "text"),
+    ("variable", "text"),
+    ("question_text", "text"),
+    ("kind", "text"),
+    ("randomized", "number"),
+    ("design", "text"),
+    ("epsilon", "number"),
+    ("n", "number"),
+    ("option_code", "number"),
+    ("option_label", "text"),
+    ("reported_count", "number"),
+    ("observed_share", "number"),
+    ("unbiased", "number"),
+    ("consistent", "number"),
+    ("standard_error", "number"),
+    ("ci_low", "number"),
+    ("ci_high", "number"),
+    ("interval_method", "text"),
+    ("simulated_truth", "number"),
+)
+ESTIMATE_COLUMNS = tuple(name for name, _ in ESTIMATE_TABLE)
+
+#: The microdata columns that precede one column per question key.
+MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
+
+#: Submissions per chunk of the streamed microdata: large enough to keep the overhead small, small
+#: enough that memory does not depend on the number of respondents.
+MICRODATA_CHUNK_ROWS = 500
+MICRODATA_BATCH_SIZE = 1000
+
+MATRIX_NOTE = (
+    "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
+    "rows are reported codes, columns are true codes, and every column sums to 1. Codes are the "
+    "microdata's (a yes/no question: 0 = no, 1 = yes)."
+)
+
+VARIABLE_NAMES_NOTE = (
+    "Each question's column is named by its key, unless the key is a reserved word in R, Stata or SPSS "
+    f"or longer than {NAME_LIMIT} characters: then by the first of the key cut to {NAME_LIMIT} characters, "
+    "the key cut shorter with _1, _2, ... appended, that is reserved nowhere and not the name of another "
+    "column (keys that need no renaming keep their names). The same names are used in every file: the "
+    "microdata (CSV, SPSS, Stata), the R script and the estimates (their variable column). "
+    "questions[].variable and columns[].question give the pairs."
+)
+
+CODING_NOTE = (
+    "A yes/no question is coded 1 = yes, 0 = no (so the mean of its column is the share reporting yes); "
+    "a choice question's options are coded 0 .. k-1 in the order listed; a number question's value is "
+    "the number answered. Booleans are 1 (true) and 0 (false)."
+)
+
+HOW_TO_ESTIMATE = {
+    "shares": (
+        "For one question, drop the empty cells of its column; n is the number left and "
+        "λ̂[r] = (number of cells holding code r) / n, for r = 0 .. k-1."
+    ),
+    "unbiased": "π̂ = Q⁻¹ λ̂ (solve Q π̂ = λ̂), with Q the question's design matrix.",
+    "covariance": (
+        "Cov(π̂) = Q⁻¹ (diag λ − λ λᵀ) Q⁻ᵀ / n with λ = λ̂, the observed shares, when π̂ has no negative "
+        "share; otherwise with λ = Q π̃, the reported shares the consistent estimate π̃ implies (so a code "
+        "nobody reported still gets a standard error above 0). The standard errors are the square roots of "
+        "its diagonal."
+    ),
+    "direct_questions": (
+        "A question asked directly has no design: its code is the answer itself (Q is the identity), so "
+        "the shares are the estimates. It is not protected and not part of total_epsilon."
+    ),
+    "consistent": (
+        "π̂ can fall below 0 or above 1. The consistent estimate of the estimates files is the "
+        "maximum-likelihood estimate over shares that are at least 0 and sum to 1; it equals π̂ when "
+        "no share of π̂ is negative."
+    ),
+}
+
+
+# -- estimates -------------------------------------------------------------------------------------
+
+
+def _epsilon_fields(epsilon: float) -> dict[str, Any]:
+    """JSON has no infinity: an infinite ε is null plus an explicit flag, never a silent null."""
+    infinite = math.isinf(epsilon)
+    return {"total_epsilon": None if infinite else epsilon, "total_epsilon_infinite": infinite}
+
+
+def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -> dict[str, Any]:
+    """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
+    counts = survey_counts(session, survey)
+    results = survey_results(session, survey, counts)
+    names = variable_names([q.key for q in survey.questions])
+    return {
+        "survey": {
+            "slug": survey.slug,
+            "title": survey.title,
+            "status": survey.status,
+            "simulated": survey.is_simulated,
+            "submissions": counts.submissions,
+        },
+        **_epsilon_fields(results_total_epsilon(results)),
+        "level": level,
+        "coding": CODING_NOTE,
+        "questions": [
+            {"key": item["key"], "variable": names[item["key"]], **item}
+            for item in _in_survey_order(
+                survey,
+                [_researcher_coded(result.question, result.to_dict(level)) for result in results]
+                + [summary.to_dict() for summary in number_results(session, survey, counts)],
+            )
+        ],
+    }
+
+
+def _in_survey_order(survey: Survey, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    position = {q.key: i for i, q in enumerate(survey.questions)}
+    return sorted(items, key=lambda item: position[item["key"]])
+
+
+def _researcher_coded(question: Question, item: dict[str, Any]) -> dict[str, Any]:
+    """A ``QuestionResult.to_dict()`` document in the researcher's codes: its categories in code
+    order with their codes, and its design's matrix and labels in the same coding."""
+    order = stored_order(question)
+    categories = item["categories"]
+    item["categories"] = [{**categories[stored], "code": code} for code, stored in enumerate(order)]
+    design = item.get("design")
+    if design is not None:
+        design = dict(design)
+        design["matrix"] = researcher_matrix(question, design["matrix"])
+        if "labels" in design:
+            design["labels"] = [design["labels"][stored] for stored in order]
+        item["design"] = design
+    return item
+
+
+def _epsilon_cell(question: dict[str, Any]) -> float | None:
+    """Empty for a direct question, ``inf`` for a one-sided design (written by survey.domain.results.csvfile)."""
+    if not question["randomized"]:
+        return None
+    return math.inf if question["epsilon_infinite"] else question["epsilon"]
+
+
+def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
+    """A number question's one row: its mean, with the t interval, where an option's estimate goes."""
+    m = q["summary"]
+    ran = m["mean"] is not None
+    return [
+        survey.slug,
+        q["key"],
+        q["variable"],
+        q["text"],
+        q["kind"],
+        0,
+        "",
+        None,
+        q["n"],
+        None,
+        "mean",
+        None,
+        None,
+        m["mean"],
+        m["mean"],
+        None if m["standard_deviation"] is None else m["standard_deviation"] / math.sqrt(q["n"]),
+        m["ci_low"],
+        m["ci_high"],
+        "t" if ran and m["ci_low"] is not None else "",
+        None,
+    ]
+
+
+def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterator[list[Any]]:
+    """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents (a number
+    question: one row, its mean)."""
+    for q in questions:
+        if kind_of(q["kind"]).result == NUMBERS:
+            yield _number_row(survey, q)
+            continue
+        design = q["design"]["design"] if q["design"] is not None else ""
+        for c in q["categories"]:
+            yield [
+                survey.slug,
+                q["key"],
+                q["variable"],
+                q["text"],
+                q["kind"],
+                1 if q["randomized"] else 0,
+                design,
+                _epsilon_cell(q),
+                q["n"],
+                c["code"],
+                c["label"],
+                c["reported"],
+                c.get("observed_share"),
+                c.get("unbiased"),
+                c.get("proportion"),
+                c.get("standard_error"),
+                c.get("ci_low"),
+                c.get("ci_high"),
+                c.get("interval_method", ""),
+                c.get("simulated_truth"),
+            ]
+
+
+def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str:
+    """The estimates as CSV text (a few rows per question, so built whole rather than streamed).
+
+    Numbers are written in their shortest exact form (``repr``), so they parse back to the very floats
+    the page was computed from; texts (question texts, option labels) are neutralized against formulas.
+    """
+    table = CsvTable(ESTIMATE_TABLE)
+    return table.header() + table.rows(estimate_rows(survey, estimates_document(session, survey, level)["questions"]))
+
+
+# -- microdata -------------------------------------------------------------------------------------
+
+
+def microdata_columns(survey: Survey) -> list[str]:
+    """The header: fixed columns, then one per question in survey order (the codebook's order),
+    named by :func:`survey.domain.surveys.variable_names.variable_names`."""
+    return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
+
+
+def microdata_csv(
+    session: Session,
+    survey: Survey,
+    *,
+    chunk_rows: int = MICRODATA_CHUNK_ROWS,
+    batch_size: int = MICRODATA_BATCH_SIZE,
+) -> Iterator[str]:
+    """The randomized microdata as CSV text chunks, one row per submission (see :func:`microdata_rows`).
+
+    Everything about the survey is read before the first chunk (a streamed response outlives the
+    view that made it)."""
+    header = microdata_columns(survey)
+    table = CsvTable(
+        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
+        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
+    )
+    return _csv_chunks(table, microdata_rows(session, survey, batch_size=batch_size), chunk_rows)
+
+
+def _csv_chunks(table: CsvTable, rows: Iterator[tuple[int, Any, list[int | None]]], chunk_rows: int) -> Iterator[str]:
+    yield table.header()
+    lines: list[str] = []
+    for number, date, cells in rows:
+        lines.append(table.row([number, date.isoformat(), *cells]))
+        if number % chunk_rows == 0:
+            yield "".join(lines)
+            lines.clear()
+    if lines:
+        yield "".join(lines)
+
+
+def microdata_rows(
+    session: Session, survey: Survey, *, batch_size: int = MICRODATA_BATCH_SIZE
+) -> Iterator[tuple[int, Any, list[int | None]]]:
+    """``(row number, day, values)`` per submission, the values in the researcher's codes in
+    question order (None where a question was not answered).
+
+    The answers are read in submission order with ``yield_per``, so the database hands them over in
+    batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
+    respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
+    """
+    position = {q.id: i for i, q in enumerate(survey.questions)}
+    recode = {q.id: q for q in survey.questions if q.kind_entry.reversed_codes}
+    statement = (
+        select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
+        .join(Submission, Submission.id == Answer.submission_id)
+        .where(Submission.survey_id == survey.id)
+        .order_by(Answer.submission_id)
+        .execution_options(yield_per=batch_size)
+    )
+    return _rows(session, statement, position, recode)
+
+
+def _rows(
+    session: Session, statement: Any, position: dict[int, int], recode: dict[int, Question]
+) -> Iterator[tuple[int, Any, list[int | None]]]:
+    result = session.execute(statement)
+    try:
+        for number, (_, group) in enumerate(groupby(result, key=itemgetter(0)), start=1):
+            answers = list(group)
+            cells: list[int | None] = [None] * len(position)
+            for _, _, question_id, value in answers:
+                question = recode.get(question_id)
+                cells[position[question_id]] = value if question is None else researcher_code(question, value)
+            yield number, answers[0][1], cells
+    finally:
+        # Also when the client goes away mid-download: release the cursor at once.
+        result.close()
+
+
+# -- codebook --------------------------------------------------------------------------------------
+
+
+def _design_entry(question: Question) -> dict[str, Any] | None:
+    """The frozen design as stored: the matrix the respondents' browsers sampled from."""
+    design = question.design
+    if design is None:
+        return None
+    return {
+        "name": design.mechanism_name,
+        "parameters": design.parameters,
+        "matrix": researcher_matrix(question, design.matrix),
+        "matrix_note": MATRIX_NOTE,
+        "epsilon": design.epsilon,
+        "epsilon_infinite": design.epsilon is None,
+    }
+
+
+def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
+    if question.is_number:
+        return {
+            "key": question.key,
+            "variable": variable,
+            "text": question.text,
+            "kind": question.kind,
+            "randomized": False,
+            "required": question.required,
+            "range": {"minimum": question.minimum, "maximum": question.maximum},
+            "options": [],
+            "design": None,
+            "simulated_truth": None,
+        }
+    return {
+        "key": question.key,
+        "variable": variable,
+        "text": question.text,
+        "kind": question.kind,
+        "randomized": question.is_randomized,
+        "required": question.required,
+        "options": researcher_options(question),
+        "design": _design_entry(question),
+        "simulated_truth": None
+        if question.simulated_truth is None
+        else [question.simulated_truth[stored] for stored in stored_order(question)],
+    }
+
+
+def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = [
+        {"name": "submission", "type": "integer", "description": "Row number 1..N in the order stored."},
+        {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
+    ]
+    for q in survey.questions:
+        if q.is_number:
+            columns.append(
+                {
+                    "name": names[q.key],
+                    "type": "integer or empty",
+                    "question": q.key,
+                    "description": f"The number answered, from {q.minimum} to {q.maximum} (not randomized); "
+                    "empty when the question was not answered.",
+                }
+            )
+            continue
+        what = "reported (randomized) option code" if q.is_randomized else "option code as answered (not randomized)"
+        what += q.kind_entry.coding_note
+        columns.append(
+            {
+                "name": names[q.key],
+                "type": "integer or empty",
+                "question": q.key,
+                "description": f"The {what}; empty when the question was not answered.",
+            }
+        )
+    return columns
+
+
+def codebook(survey: Survey) -> dict[str, Any]:
+    """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
+    names = variable_names([q.key for q in survey.questions])
+    return {
+        "survey": {"slug": survey.slug, "title": survey.title, "status": survey.status},
+        "microdata_file": f"{survey.slug}-responses.csv",
+        "r_script": f"{survey.slug}-estimates.R",
+        "coding": CODING_NOTE,
+        "variable_names": VARIABLE_NAMES_NOTE,
+        "columns": _codebook_columns(survey, names),
+        "questions": [_codebook_question(q, names[q.key]) for q in survey.questions],
+        **_epsilon_fields(survey.total_epsilon()),
+        "how_to_estimate": HOW_TO_ESTIMATE,
+    }

@@ -1,0 +1,264 @@
+"""A survey's privacy budget and what each question's privacy level costs, for the organizer.
+
+The total ε is what one respondent spends across the randomized questions (basic composition,
+:meth:`survey.domain.models.Survey.total_epsilon`); directly asked questions are not protected and not
+part of it. Beside it, per randomized question: the expected margin of error at the survey's
+expected number of respondents, the respondents needed for its target margin, and the design
+effect, all from the privacy core at a true share of 50% (the worst case) and 95% confidence.
+
+Those figures are exact sums over the binomial counts, up to 100,001 terms each, and finding the
+respondents needed takes a few to a few dozen of them: from a millisecond to a quarter of a second
+per design. A draft may have 200 randomized questions, each a design of its own, so a page does not
+compute them all: the figures are kept for the process's life (per matrix in
+:func:`planning_figures`, per stored design in :func:`survey_budget`), and one page spends at most
+:data:`PAGE_PLANNING_TERMS` binomial terms on figures it has not seen (a design it has to build
+counting :data:`DESIGN_WORK`); the page fills in the other rows one request each
+(:func:`question_planning`), each bounded by one design's cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from survey.domain.errors import DomainError
+from survey.domain.models import Design, Question, Survey
+from survey.domain.surveys.outline import option_counts, question_list
+from survey.domain.surveys.planning import PLANNING_LEVEL, PLANNING_SHARE
+from survey.domain.validation import within_cap
+from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
+from survey.privacy.designs import DESIGNS
+from survey.privacy.planning import per_respondent_variance, summed_terms
+
+#: How many designs' planning figures a process keeps (each a few dozen bytes).
+FIGURES_KEPT = 4096
+#: The most binomial terms one build page sums for figures it has not computed before: about 0.05 s
+#: (a term costs about 0.1 µs, ``benchmarks/worst_case.md``). The rest are filled in by the page.
+PAGE_PLANNING_TERMS = 500_000
+#: What building a design not seen before counts for against that allowance (a 50-option design
+#: takes about a millisecond: its inverse and its ε), so that a page builds a bounded number of them.
+DESIGN_WORK = 10_000
+#: Finding the respondents needed sums the counts at this many n at most, in practice (a few where
+#: the large-sample guess is good, a few dozen near 10^12 respondents).
+SEARCH_STEPS = 30
+
+_kept: OrderedDict[tuple[bytes, int, float], dict[str, Any]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _key(mechanism: Mechanism, n: int, margin: float) -> tuple[bytes, int, float]:
+    digest = hashlib.blake2b(mechanism.matrix.tobytes(), digest_size=16)
+    digest.update(str(mechanism.matrix.shape).encode())
+    return digest.digest(), int(n), float(margin)
+
+
+def known_figures(mechanism: Mechanism, n: int, margin: float) -> dict[str, Any] | None:
+    """The figures :func:`planning_figures` has computed for this matrix, ``n`` and ``margin``, if any."""
+    key = _key(mechanism, n, margin)
+    with _lock:
+        found = _kept.get(key)
+        if found is None:
+            return None
+        _kept.move_to_end(key)
+        return dict(found)
+
+
+def planning_work(mechanism: Mechanism, n: int, margin: float) -> int:
+    """About how many binomial terms :func:`planning_figures` sums for this design: the margin of error
+    at ``n``, and :data:`SEARCH_STEPS` sums near the respondents the large-sample formula expects."""
+    variance = per_respondent_variance(mechanism, PLANNING_SHARE)
+    z = statistics.NormalDist().inv_cdf(0.5 + PLANNING_LEVEL / 2)
+    guess = z**2 * variance / margin**2
+    needed = int(min(max(guess, 1.0), 2.0**62))
+    return summed_terms(mechanism, n, PLANNING_SHARE) + SEARCH_STEPS * summed_terms(mechanism, needed, PLANNING_SHARE)
+
+
+def planning_figures(mechanism: Mechanism, n: int, margin: float) -> dict[str, Any]:
+    """What a design costs in precision: the expected margin of error at ``n`` respondents, the
+    respondents needed for ``margin``, and the design effect (a true share of 50%, 95%). The budget
+    panel and the builder's live preview both show these. Kept per matrix, ``n`` and ``margin``."""
+    found = known_figures(mechanism, n, margin)
+    if found is not None:
+        return found
+    figures = {
+        "margin_of_error": margin_of_error(mechanism, n, PLANNING_SHARE, PLANNING_LEVEL),
+        "respondents_needed": sample_size(mechanism, margin, PLANNING_SHARE, PLANNING_LEVEL),
+        "design_effect": design_effect(mechanism, PLANNING_SHARE),
+    }
+    with _lock:
+        _kept[_key(mechanism, n, margin)] = dict(figures)
+        while len(_kept) > FIGURES_KEPT:
+            _kept.popitem(last=False)
+    return figures
+
+
+@dataclass(frozen=True)
+class QuestionCost:
+    """One randomized question's privacy level and what it costs in precision; the margin and the
+    respondents needed are None when the page left them to be filled in (:func:`question_planning`)."""
+
+    question: Question
+    epsilon: float
+    margin_of_error: float | None
+    respondents_needed: int | None
+    design_effect: float | None
+
+    @property
+    def one_sided(self) -> bool:
+        return math.isinf(self.epsilon)
+
+    @property
+    def pending(self) -> bool:
+        return self.margin_of_error is None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The survey's total ε, its cap, and the per-question planning table."""
+
+    total_epsilon: float
+    cap: float | None
+    expected_respondents: int
+    target_margin: float
+    costs: list[QuestionCost] = field(default_factory=list)
+    direct: list[Question] = field(default_factory=list)
+
+    @property
+    def within_cap(self) -> bool:
+        return within_cap(self.total_epsilon, self.cap)
+
+    @property
+    def infinite(self) -> bool:
+        """Some question is only one-sided deniable, so the total is ∞."""
+        return math.isinf(self.total_epsilon)
+
+
+#: A design's figures in the budget panel, by its stored design (name, parameters, kind, options), the
+#: survey's planning figures: found without building its mechanism.
+_by_design: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+
+
+def _design_key(question: Question, k: int) -> tuple:
+    design = question.design
+    assert design is not None  # a randomized question always has a design
+    return design.mechanism_name, json.dumps(design.parameters, sort_keys=True), question.kind, k
+
+
+def _planning_mechanism(question: Question, k: int) -> Mechanism:
+    """The question's design built from its stored parameters for ``k`` options with neutral labels:
+    what its planning figures depend on, without reading its options."""
+    design = question.design
+    assert design is not None
+    labels = question.kind_entry.neutral_labels(k)
+    return DESIGNS[design.mechanism_name].mechanism({"design": design.mechanism_name, **design.parameters}, labels)
+
+
+def _remember(key: tuple, figures: dict[str, Any]) -> None:
+    with _lock:
+        _by_design[key] = dict(figures)
+        while len(_by_design) > FIGURES_KEPT:
+            _by_design.popitem(last=False)
+
+
+def survey_budget(
+    session: Session,
+    survey: Survey,
+    questions: list[Question] | None = None,
+    counts: dict[int, int] | None = None,
+    work: int = PAGE_PLANNING_TERMS,
+) -> Budget:
+    """The budget panel's figures for ``survey``, from its frozen (or draft) designs: those already
+    known, and those whose design (:data:`DESIGN_WORK`) and figures fit in ``work`` binomial terms;
+    the others are left pending. Reads the questions and their designs (unless given, as
+    :func:`question_list` with designs gives them) and how many options each has
+    (:func:`option_counts`), never the options."""
+    if questions is None:
+        questions = question_list(session, survey, designs=True)
+    if counts is None:
+        counts = option_counts(session, survey)
+    n, margin = survey.expected_respondents, survey.target_margin
+    costs = []
+    for question in questions:
+        if not question.is_randomized:
+            continue
+        k = counts.get(question.id, 2)
+        key = (*_design_key(question, k), n, margin)
+        with _lock:
+            figures = _by_design.get(key)
+        effect = None if figures is None else figures["design_effect"]
+        if figures is None and work >= DESIGN_WORK:
+            work -= DESIGN_WORK
+            mechanism = _planning_mechanism(question, k)
+            effect = design_effect(mechanism, PLANNING_SHARE)
+            needs = planning_work(mechanism, n, margin)
+            if needs <= work:
+                work -= needs
+                figures = planning_figures(mechanism, n, margin)
+                _remember(key, figures)
+        epsilon = question.design.epsilon if question.design is not None else None
+        costs.append(
+            QuestionCost(
+                question=question,
+                epsilon=math.inf if epsilon is None else epsilon,
+                margin_of_error=None if figures is None else figures["margin_of_error"],
+                respondents_needed=None if figures is None else figures["respondents_needed"],
+                design_effect=effect,
+            )
+        )
+    return Budget(
+        total_epsilon=stored_total_epsilon(survey, questions),
+        cap=survey.epsilon_cap,
+        expected_respondents=n,
+        target_margin=margin,
+        costs=costs,
+        direct=[q for q in questions if not q.is_randomized],
+    )
+
+
+def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None) -> float:
+    """:meth:`Survey.total_epsilon` from the ε each design stored when it was made (the same number),
+    without rebuilding any mechanism: for pages that show the total but nothing else of the designs.
+    ``questions`` are the survey's, when they have been read already (with their designs)."""
+    return total_epsilon(
+        math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon
+        for q in (survey.questions if questions is None else questions)
+        if q.is_randomized
+    )
+
+
+def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]:
+    """The total ε of each of ``surveys`` (by id) in one query over the stored designs, reading no
+    question, option or matrix: what a list of surveys shows."""
+    if not surveys:
+        return {}
+    rows = session.execute(
+        select(Question.survey_id, Design.epsilon)
+        .join(Design, Design.question_id == Question.id)
+        .where(Question.survey_id.in_([s.id for s in surveys]))
+        .order_by(Question.survey_id, Question.position)
+    )
+    found: dict[int, list[float]] = {s.id: [] for s in surveys}
+    for survey_id, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
+        found[survey_id].append(math.inf if epsilon is None else epsilon)
+    return {survey_id: total_epsilon(values) for survey_id, values in found.items()}
+
+
+def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
+    """One randomized question's planning figures at the survey's planning figures (what the build
+    page fills a pending row with): bounded by one design's cost."""
+    if question.design is None:
+        raise DomainError(f"{question.key!r} is asked directly: it has no planning figures", status=404)
+    k = len(question.options)
+    n, margin = survey.expected_respondents, survey.target_margin
+    figures = planning_figures(_planning_mechanism(question, k), n, margin)
+    _remember((*_design_key(question, k), n, margin), figures)
+    return figures

@@ -1,0 +1,197 @@
+"""The demo: a realistic survey of sensitive questions and a few thousand simulated respondents.
+
+Each simulated respondent has true answers drawn from stated rates, which are then randomized by
+the very mechanisms stored on the questions (``Mechanism.randomize`` samples the way the browser
+does). The true shares among the simulated respondents are kept on each question, so the results
+page can show them beside the estimates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from survey.domain.models import Answer, Submission, Survey, User
+from survey.domain.responses.tallies import rebuild_tallies
+from survey.domain.surveys.specs import create_survey_from_spec
+
+DEMO_SLUG = "health-and-habits"
+DEMO_USER = "demo"
+DEMO_PASSWORD = "demo-password"
+DEMO_RESPONDENTS = 3000
+
+DEMO_SPEC: dict[str, Any] = {
+    "title": "Health and habits",
+    "slug": DEMO_SLUG,
+    "introduction": ("Six short questions about things people often prefer not to tell."),
+    "closing_message": (
+        "Thank you for taking part. The results are estimated from everyone's randomized answers together."
+    ),
+    # Who is asking: shown on the survey, privacy and thank-you pages.
+    "run_by": "the Private Survey team",
+    "contact": "privacy@example.org",
+    "ethics_statement": (
+        "Taking part is voluntary. By sending, you agree that your randomized answers are stored and used to "
+        "estimate how common each answer is. This demo has no ethics approval."
+    ),
+    "questions": [
+        {
+            "key": "cannabis",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you used cannabis?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+            "simulated_truth": [0.18, 0.82],
+        },
+        {
+            "key": "cheating",
+            "kind": "yes_no",
+            "text": "Have you ever cheated on a partner?",
+            "privacy": {"design": "warner", "p": 0.75},
+            "simulated_truth": [0.22, 0.78],
+        },
+        {
+            "key": "drink_driving",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you driven after drinking more than the legal limit?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.7, "yes_probability": 0.5},
+            "simulated_truth": [0.09, 0.91],
+        },
+        {
+            "key": "harassment",
+            "kind": "yes_no",
+            "text": "In the past 12 months, have you been harassed at work or in your studies?",
+            "privacy": {"design": "grr", "epsilon": 2.0},
+            "simulated_truth": [0.27, 0.73],
+        },
+        {
+            "key": "sedatives",
+            "kind": "choice",
+            "text": "How often have you taken sleeping pills or sedatives without a prescription?",
+            "options": ["Never", "Once or twice", "A few times a year", "Monthly", "Weekly or more"],
+            "privacy": {"design": "grr", "epsilon": 2.0},
+            "simulated_truth": [0.62, 0.15, 0.11, 0.08, 0.04],
+        },
+        {
+            "key": "age_group",
+            "kind": "direct",
+            "text": "What is your age group?",
+            "options": ["18–29", "30–44", "45–64", "65 or older"],
+            "simulated_truth": [0.25, 0.3, 0.3, 0.15],
+        },
+        {
+            "key": "weekly_drinks",
+            "kind": "number",
+            "text": "In a typical week, how many alcoholic drinks do you have?",
+            "help_text": "A drink is a small glass of wine, a bottle of beer or a single measure of spirits.",
+            "minimum": 0,
+            "maximum": 70,
+            "required": False,
+        },
+    ],
+}
+
+
+#: The simulated respondents' true answers depend on one another as real ones would, so that the
+#: compare page has something to find: a question's key → (the key it depends on, per code of that
+#: question the distribution of this one's true answer). The others are drawn from their rates alone.
+DEPENDENCE: dict[str, tuple[str, list[list[float]]]] = {
+    "cannabis": ("age_group", [[0.32, 0.68], [0.2, 0.8], [0.12, 0.88], [0.05, 0.95]]),
+    "cheating": ("cannabis", [[0.38, 0.62], [0.18, 0.82]]),
+}
+
+#: Number questions' simulated answers: key → (the question they depend on, per code of it the mean
+#: of a negative binomial with this dispersion; drinking falls with age and is very unequal).
+NUMBERS: dict[str, tuple[str, list[float]]] = {"weekly_drinks": ("age_group", [6.0, 5.0, 3.5, 2.5])}
+NUMBER_DISPERSION = 1.2
+
+#: A yes/no question whose "yes" follows a number: key → (the number question, intercept, slope) of
+#: P(yes) = σ(intercept + slope · number), so the regression page recovers a known slope.
+LOGISTIC: dict[str, tuple[str, float, float]] = {"drink_driving": ("weekly_drinks", -3.4, 0.16)}
+
+
+def _parent(key: str) -> str | None:
+    for table in (DEPENDENCE, NUMBERS, LOGISTIC):
+        if key in table:
+            return table[key][0]
+    return None
+
+
+def ensure_demo_user(session: Session) -> User:
+    """The demo's owner, an administrator, so that someone trying the app sees the users page too."""
+    user = session.scalar(select(User).where(User.username == DEMO_USER))
+    if user is None:
+        user = User(username=DEMO_USER, is_admin=True)
+        user.set_password(DEMO_PASSWORD)
+        session.add(user)
+    return user
+
+
+def simulate_respondents(session: Session, survey: Survey, respondents: int, seed: int = 2026) -> None:
+    """Insert ``respondents`` simulated submissions, randomized by each question's own mechanism.
+
+    A bulk insert rather than ``record_submission`` per respondent, so the running tallies are
+    rebuilt from the inserted rows at the end.
+    """
+    rng = np.random.default_rng(seed)
+    reported = {}
+    truths: dict[str, np.ndarray] = {}
+    pending = list(survey.questions)
+    while pending:  # each question after the one it depends on
+        q = next(q for q in pending if _parent(q.key) is None or _parent(q.key) in truths)
+        pending.remove(q)
+        if q.is_number:
+            parent, means = NUMBERS[q.key]
+            mean = np.asarray(means)[truths[parent]]
+            drawn = rng.negative_binomial(NUMBER_DISPERSION, NUMBER_DISPERSION / (NUMBER_DISPERSION + mean))
+            truths[q.key] = reported[q.id] = np.clip(drawn, q.minimum, q.maximum)
+            continue
+        if q.key in LOGISTIC:
+            parent, intercept, slope = LOGISTIC[q.key]
+            yes = rng.random(respondents) < 1 / (1 + np.exp(-(intercept + slope * truths[parent])))
+            truth = np.where(yes, 0, 1)  # code 0 is "yes"
+        elif q.key in DEPENDENCE:
+            parent, table = DEPENDENCE[q.key]
+            cumulative = np.cumsum(np.asarray(table, dtype=float), axis=1)[truths[parent]]
+            truth = (rng.random(respondents)[:, None] >= cumulative).sum(axis=1)
+        else:
+            truth = rng.choice(len(q.options), size=respondents, p=q.simulated_truth)
+        truths[q.key] = truth
+        mechanism = q.mechanism()
+        reported[q.id] = truth if mechanism is None else mechanism.randomize(truth, rng)
+        # What the estimates are compared with on the results page: the true shares among these
+        # respondents, not the rates they were drawn from (a 95% interval is about the population,
+        # but a reader checks it against the one truth there is to see).
+        q.simulated_truth = (np.bincount(truth, minlength=len(q.options)) / respondents).tolist()
+    start = dt.date.today() - dt.timedelta(days=13)
+    days = rng.integers(0, 14, size=respondents)
+    # RETURNING, not explicit ids: on PostgreSQL explicit ids would leave the id sequence behind.
+    ids = session.scalars(
+        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
+        [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
+    ).all()
+    session.execute(
+        insert(Answer),
+        [
+            {"submission_id": i, "question_id": qid, "value": int(values[j])}
+            for qid, values in reported.items()
+            for j, i in enumerate(ids)
+        ],
+    )
+    rebuild_tallies(session, survey)
+
+
+def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey:
+    """Create the demo user, survey and simulated respondents (once) and commit."""
+    existing = session.scalar(select(Survey).where(Survey.slug == DEMO_SLUG))
+    if existing is not None:
+        return existing
+    owner = ensure_demo_user(session)
+    survey = create_survey_from_spec(session, DEMO_SPEC, owner=owner)
+    session.flush()
+    simulate_respondents(session, survey, respondents)
+    session.commit()
+    return survey

@@ -1,0 +1,404 @@
+"""The one way a survey comes into being: from a spec, a JSON document.
+
+The CLI import, the demo, the web builder, the spec import page and duplicating a survey all call
+:func:`create_survey_from_spec` (the builder one question at a time, through
+:func:`question_from_spec`), so a survey can only exist in a shape this module validated. A spec
+with any error is refused whole, with a :class:`~survey.domain.errors.DomainError` whose path and
+words name the question and the field, and nothing is written.
+
+What each design takes, and which question kinds it serves, is the registry's
+(:data:`survey.privacy.designs.DESIGNS`); the rules for texts, names and numbers are
+:mod:`survey.domain.validation`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from survey.domain import validation
+from survey.domain.errors import DomainError
+from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
+from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
+from survey.domain.surveys.planning import (
+    EPSILON_CAP_RULE,
+    MAX_RESPONDENTS,
+    TARGET_MARGIN_RULE,
+    epsilon_cap_ok,
+    target_margin_ok,
+)
+from survey.domain.validation import TEXT_LIMITS, Place
+from survey.privacy import Mechanism
+from survey.privacy.designs import DESIGNS, designs_for
+from survey.privacy.mechanisms import ParameterError
+
+SURVEY_FIELDS = {
+    "title",
+    "slug",
+    "introduction",
+    "closing_message",
+    "run_by",
+    "contact",
+    "ethics_statement",
+    "status",
+    "questions",
+    "epsilon_cap",
+    "expected_respondents",
+    "target_margin",
+    "access",
+    "auto_close",
+    "shared_devices",
+}
+QUESTION_FIELDS = {
+    "key",
+    "kind",
+    "text",
+    "help_text",
+    "required",
+    "options",
+    "privacy",
+    "simulated_truth",
+    "minimum",
+    "maximum",
+}
+#: The widest range a number question may have (the answers table holds 32-bit integers).
+NUMBER_LIMIT = 1_000_000_000
+#: Microdata columns that precede the question columns (survey.domain.results.exports.MICRODATA_FIXED_COLUMNS).
+RESERVED_KEYS = frozenset({"submission", "submitted_on"})
+MAX_QUESTIONS = 200
+MAX_OPTIONS = 50
+YES_NO_LABELS = list(kind_of("yes_no").labels)
+SURVEY = Place((), "survey")
+#: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
+ALONE = Place()
+#: Flags the spec's privacy object may hold besides the design's own parameters.
+PRIVACY_FLAGS = {"design", "allow_one_sided"}
+REVEALS_EVERYTHING = (
+    "every report this design sends reveals the true answer, so it protects nothing: ask the question "
+    "directly instead (kind 'direct')"
+)
+ONE_SIDED = (
+    "this design has ε = ∞: some reports reveal the true answer, so only one answer is deniable. "
+    "Set 'allow_one_sided': true to accept that explicitly"
+)
+
+
+def _unknown(fields: Mapping[str, Any], allowed: set[str] | frozenset[str], place: Place, *within: str) -> None:
+    extra = sorted(set(fields) - allowed, key=str)
+    if extra:
+        error = place.error(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", *within)
+        error.path = (*error.path, extra[0])
+        raise error
+
+
+def question_place(index: int, key: Any = None) -> Place:
+    """Where question ``index`` (from 0) of a spec sits: its path, and "question 2 ('q2')" in words."""
+    words = f"question {index + 1}" + (f" ({key!r})" if isinstance(key, str) else "")
+    return Place(("questions", index), words)
+
+
+def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
+    """The mechanism a question's privacy object describes, refused as the spec refuses it, except for
+    the explicit consent a one-sided design needs (:func:`build_mechanism` adds that). The builder's
+    live preview calls this too, so what it shows and what saving does cannot disagree: the same
+    message, at the same path below ``place``."""
+    if not isinstance(privacy, Mapping):
+        raise place.error(f"a {kind} question is randomized and needs privacy settings", "privacy")
+    design = DESIGNS.get(privacy.get("design")) if isinstance(privacy.get("design"), str) else None
+    if design is None or kind not in design.kinds:
+        allowed = ", ".join(d.id for d in designs_for(kind))
+        raise place.error(f"must be one of {allowed}, got {privacy.get('design')!r}", "privacy", "design")
+    _unknown(privacy, design.spec_fields | PRIVACY_FLAGS, place, "privacy")
+    required = [p.name for p in design.others]
+    if design.epsilon_in_spec:
+        if ("epsilon" in privacy) == (design.level.name in privacy):
+            raise place.error(f"give exactly one of 'epsilon' and '{design.level.name}'", "privacy")
+    else:
+        required.append(design.level.name)
+    for name in sorted(required):
+        if name not in privacy:
+            raise place.error("is missing", "privacy", name)
+    for name in sorted(design.spec_fields & set(privacy)):
+        value = privacy[name]
+        parameter = design.parameter(name)
+        if parameter is not None and parameter.per_option:
+            if not isinstance(value, list) or len(value) != len(labels):
+                raise place.error(f"needs one probability per option ({len(labels)})", "privacy", name)
+            for i, item in enumerate(value):
+                if not validation.is_number(item):
+                    raise place.error(f"must be a number, got {item!r}", "privacy", name, i)
+        elif not validation.is_number(value):
+            raise place.error(f"must be a number, got {value!r}", "privacy", name)
+    try:
+        mechanism = design.mechanism({k: v for k, v in privacy.items() if k not in PRIVACY_FLAGS}, labels)
+    except ParameterError as error:
+        index = () if error.index is None else (error.index,)
+        raise place.error(str(error), "privacy", error.parameter, *index) from None
+    except ValueError as error:  # about the design as a whole (a singular matrix, ...)
+        raise place.error(str(error), "privacy") from None
+    if mechanism.reveals_everything:
+        raise place.error(REVEALS_EVERYTHING, "privacy")
+    return mechanism
+
+
+def build_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
+    """The mechanism of a question's privacy object, with the consent an ε = ∞ design needs."""
+    mechanism = design_mechanism(kind, labels, privacy, place)
+    if math.isinf(mechanism.epsilon) and privacy.get("allow_one_sided") is not True:
+        raise place.error(ONE_SIDED, "privacy", "allow_one_sided")
+    return mechanism
+
+
+def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
+    """One validated question, not yet added to any survey; ``seen_keys`` are the keys taken so far
+    (the key is added to them). The spec import and the builder both make questions here."""
+    place = question_place(index)
+    if not isinstance(raw, Mapping):
+        raise place.error("must be an object")
+    place = question_place(index, raw.get("key"))
+    _unknown(raw, QUESTION_FIELDS, place)
+    key = raw.get("key", f"q{index + 1}")
+    if not validation.is_key(key):
+        raise place.error(
+            "must start with a lowercase letter and use only a-z, 0-9 and _ (up to 40)",
+            "key",
+        )
+    if key in RESERVED_KEYS:
+        raise place.error(f"{key!r} is reserved for a column of the microdata export", "key")
+    if key in seen_keys:
+        raise place.error(f"{key!r} is used by an earlier question", "key")
+    seen_keys.add(key)
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise place.error(f"must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
+    entry = kind_of(kind)
+    text = validation.text(raw.get("text"), place, "text", limit=TEXT_LIMITS["text"])
+    help_text = validation.text(
+        raw.get("help_text"), place, "help_text", limit=TEXT_LIMITS["help_text"], required=False
+    )
+    required = raw.get("required", True)
+    if not isinstance(required, bool):
+        raise place.error("must be true or false", "required")
+
+    if entry.ranged:
+        return _ranged_question(raw, place, index, entry, key, text, help_text, required)
+    for field in ("minimum", "maximum"):
+        if field in raw:
+            raise place.error("only a number question has a range", field)
+    options = raw.get("options")
+    if entry.options == FIXED:
+        if options is not None and options != list(entry.labels):
+            raise place.error(
+                f"a {kind} question has the options {' and '.join(entry.labels)}; leave it out", "options"
+            )
+        labels = list(entry.labels)
+    else:
+        if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
+            raise place.error(f"a {kind} question needs a list of 2 to {MAX_OPTIONS} options", "options")
+        labels = [validation.text(o, place, "options", i, limit=TEXT_LIMITS["option"]) for i, o in enumerate(options)]
+        if len(set(labels)) != len(labels):
+            raise place.error("options must be distinct", "options")
+
+    question = Question(
+        position=index,
+        key=key,
+        kind=kind,
+        text=text,
+        help_text=help_text,
+        required=required,
+        options=[Option(code=code, label=label) for code, label in enumerate(labels)],
+    )
+    if not entry.randomized:
+        if raw.get("privacy") is not None:
+            raise place.error(f"a {kind} question is asked plainly and has no privacy settings", "privacy")
+    else:
+        privacy = raw.get("privacy")
+        question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
+
+    truth = raw.get("simulated_truth")
+    if truth is not None:
+        valid = (
+            isinstance(truth, list)
+            and len(truth) == len(labels)
+            and all(validation.is_number(x) and 0 <= x <= 1 for x in truth)
+            and abs(sum(truth) - 1) < 1e-9
+        )
+        if not valid:
+            raise place.error("needs one share per option, summing to 1", "simulated_truth")
+        question.simulated_truth = [float(x) for x in truth]
+    return question
+
+
+def _ranged_question(
+    raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
+) -> Question:
+    """A question answered by a whole number from ``minimum`` to ``maximum`` (a number question),
+    asked directly."""
+    for field in ("options", "privacy", "simulated_truth"):
+        if raw.get(field) is not None:
+            why = {
+                "options": "a number question has a range (minimum and maximum), not options",
+                "privacy": "a number question is asked plainly and has no privacy settings",
+                "simulated_truth": "a number question has no simulated shares",
+            }
+            raise place.error(why[field], field)
+    if "minimum" not in raw or "maximum" not in raw:
+        raise place.error(
+            "a number question needs a minimum and a maximum", "minimum" if "minimum" not in raw else "maximum"
+        )
+    low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    if high <= low:
+        raise place.error(f"must be above the minimum ({low:,})", "maximum")
+    return Question(
+        position=index,
+        key=key,
+        kind=kind.id,
+        text=text,
+        help_text=help_text,
+        required=required,
+        minimum=low,
+        maximum=high,
+        options=[],
+    )
+
+
+def _slug(session: Session, title: str) -> str:
+    """An address made from the title: the title itself where it is free, otherwise with a random
+    suffix (the organizer may choose another while the survey is a draft)."""
+    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:50].strip("-") or "survey"
+    if validation.is_slug(base) and session.scalar(select(Survey.id).where(Survey.slug == base)) is None:
+        return base
+    while True:
+        slug = f"{base}-{secrets.token_hex(3)}"
+        if session.scalar(select(Survey.id).where(Survey.slug == slug)) is None:
+            return slug
+
+
+#: The survey's own texts, besides its title: all optional, each with its limit (TEXT_LIMITS).
+#: ``run_by``, ``contact`` and ``ethics_statement`` say who is asking, on every respondent page.
+OPTIONAL_TEXTS = ("introduction", "closing_message", "run_by", "contact", "ethics_statement")
+
+
+def survey_texts(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The survey's own texts, validated: the title (required), the introduction, the closing message
+    and who is asking (who runs it, a contact, the consent or ethics statement)."""
+    texts = {"title": validation.text(spec.get("title"), SURVEY, "title", limit=TEXT_LIMITS["title"])}
+    for name in OPTIONAL_TEXTS:
+        texts[name] = validation.text(spec.get(name), SURVEY, name, limit=TEXT_LIMITS[name], required=False)
+    return texts
+
+
+def create_survey_from_spec(session: Session, spec: Any, owner: User | None = None) -> Survey:
+    """Validate ``spec`` whole, then add the survey with its questions, options and frozen designs.
+
+    The caller commits. Raises :class:`DomainError` and adds nothing if any part is invalid.
+    """
+    if not isinstance(spec, Mapping):
+        raise DomainError("the spec must be a JSON object with a title and questions")
+    _unknown(spec, SURVEY_FIELDS, SURVEY)
+    texts = survey_texts(spec)
+    status = spec.get("status", "open")
+    if status not in SPEC_STATUSES:
+        raise SURVEY.error(f"must be one of {', '.join(SPEC_STATUSES)}", "status")
+    raw_questions = spec.get("questions", [] if status == "draft" else None)
+    least = 0 if status == "draft" else 1
+    if not isinstance(raw_questions, list) or not least <= len(raw_questions) <= MAX_QUESTIONS:
+        raise SURVEY.error(f"needs a list of {least} to {MAX_QUESTIONS} questions", "questions")
+    planning = parse_planning(spec)
+    seen: set[str] = set()
+    questions = [question_from_spec(raw, i, seen) for i, raw in enumerate(raw_questions)]
+    slug = spec.get("slug")
+    if slug is not None:
+        if not validation.is_slug(slug):
+            raise SURVEY.error("use 3 to 80 characters from a-z, 0-9 and -", "slug")
+        if session.scalar(select(Survey.id).where(Survey.slug == slug)) is not None:
+            raise SURVEY.error(f"{slug!r} is already taken", "slug")
+    else:
+        slug = _slug(session, texts["title"])
+    survey = Survey(
+        slug=slug,
+        **texts,
+        status=status,
+        owner=owner,
+        questions=questions,
+        is_simulated=any(q.simulated_truth is not None for q in questions),
+        **planning,
+    )
+    session.add(survey)
+    return survey
+
+
+def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The survey-level planning and access fields of a spec, validated (absent ones are left out)."""
+    values: dict[str, Any] = {}
+    cap = spec.get("epsilon_cap")
+    if cap is not None:
+        values["epsilon_cap"] = validation.number(cap, SURVEY, "epsilon_cap", rule=EPSILON_CAP_RULE, ok=epsilon_cap_ok)
+    if "expected_respondents" in spec:
+        values["expected_respondents"] = validation.whole_number(
+            spec["expected_respondents"], SURVEY, "expected_respondents", low=1, high=MAX_RESPONDENTS
+        )
+    if "target_margin" in spec:
+        values["target_margin"] = validation.number(
+            spec["target_margin"], SURVEY, "target_margin", rule=TARGET_MARGIN_RULE, ok=target_margin_ok
+        )
+    if "access" in spec:
+        if spec["access"] not in ACCESS_MODES:
+            raise SURVEY.error(f"must be one of {', '.join(ACCESS_MODES)}", "access")
+        values["access"] = spec["access"]
+    for flag in ("auto_close", "shared_devices"):
+        if flag in spec:
+            if not isinstance(spec[flag], bool):
+                raise SURVEY.error("must be true or false", flag)
+            values[flag] = spec[flag]
+    return values
+
+
+def question_to_spec(question: Question) -> dict[str, Any]:
+    """The spec of one question: what :func:`question_from_spec` re-creates it from."""
+    item: dict[str, Any] = {"key": question.key, "kind": question.kind, "text": question.text}
+    if question.help_text:
+        item["help_text"] = question.help_text
+    item["required"] = question.required
+    entry = question.kind_entry
+    if entry.ranged:
+        item["minimum"], item["maximum"] = question.minimum, question.maximum
+    elif entry.options == LISTED:
+        item["options"] = question.labels
+    if question.design is not None:
+        # as the organizer set it: by ε where they gave ε, otherwise by the design's parameters
+        item["privacy"] = {
+            "design": question.design.mechanism_name,
+            **(question.design.given or question.design.parameters),
+        }
+        if question.design.epsilon is None:
+            item["privacy"]["allow_one_sided"] = True
+    return item
+
+
+def survey_to_spec(survey: Survey) -> dict[str, Any]:
+    """The spec that would re-create ``survey`` (same questions, same designs)."""
+    spec: dict[str, Any] = {
+        "title": survey.title,
+        "introduction": survey.introduction,
+        "closing_message": survey.closing_message,
+        "run_by": survey.run_by,
+        "contact": survey.contact,
+        "ethics_statement": survey.ethics_statement,
+        "expected_respondents": survey.expected_respondents,
+        "target_margin": survey.target_margin,
+        "access": survey.access,
+        "auto_close": survey.auto_close,
+        "shared_devices": survey.shared_devices,
+        "questions": [question_to_spec(q) for q in survey.questions],
+    }
+    if survey.epsilon_cap is not None:
+        spec["epsilon_cap"] = survey.epsilon_cap
+    return spec
