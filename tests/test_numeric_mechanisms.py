@@ -14,13 +14,13 @@ import pytest
 from scipy import stats
 
 from survey.privacy.numeric import (
+    GRID_STEPS,
     HYBRID_THRESHOLD,
     NUMBER_MECHANISMS,
     DuchiNumber,
     HybridNumber,
     LaplaceNumber,
     PiecewiseNumber,
-    Range,
     default_number_mechanism,
     number_mechanism_from_dict,
 )
@@ -86,8 +86,8 @@ def test_the_threshold_is_the_closed_form_of_wang_et_al() -> None:
 
 
 def _piecewise_cdf(mechanism: PiecewiseNumber, y: np.ndarray, t: float) -> np.ndarray:
-    c, high = mechanism.bound, mechanism.high_density
-    low = high / math.exp(mechanism.epsilon)
+    c, high, low = mechanism.bound, mechanism.inside_density, mechanism.outside_density
+    assert high == pytest.approx(low * math.exp(mechanism.epsilon), rel=1e-12)
     left, right = (float(v) for v in mechanism.window(t))
     y = np.clip(y, -c, c)
     below = low * (np.minimum(y, left) + c)
@@ -131,37 +131,83 @@ def test_the_default_has_the_smallest_worst_case_variance_at_every_epsilon() -> 
         assert HybridNumber(epsilon).variance(0.0) == pytest.approx(HybridNumber(epsilon).variance(1.0), rel=1e-12)
 
 
-def test_reports_in_the_question_units_and_their_domain() -> None:
-    value_range = Range(0, 100)
-    mechanism = PiecewiseNumber(2.0)
+def test_codes_in_the_question_units_and_their_domain() -> None:
+    mechanism = PiecewiseNumber(2.0, 0, 100)
     rng = np.random.default_rng(3)
-    reports = mechanism.randomize(np.array([-5, 0, 40, 100, 250]), value_range, rng)
-    domain = mechanism.reports(value_range)
-    assert all(domain.contains(float(r)) for r in reports)
-    assert domain.low == pytest.approx(50 - 50 * mechanism.bound) and domain.high == pytest.approx(
-        50 + 50 * mechanism.bound
-    )
-    assert not domain.contains(domain.high + 1e-6) and not domain.contains(math.nan)
-    assert LaplaceNumber(1.0).reports(value_range).contains(-1e6)
-    assert not LaplaceNumber(1.0).reports(value_range).contains(math.inf)
+    codes = mechanism.randomize(np.array([-5, 0, 40, 100, 250]), rng)
+    assert all(mechanism.reports.contains(int(c)) for c in codes)
+    assert not mechanism.reports.contains(GRID_STEPS + 1) and not mechanism.reports.contains(True)
+    low, high = mechanism.value_of([0, GRID_STEPS])
+    assert low == pytest.approx(50 - 50 * mechanism.bound) and high == pytest.approx(50 + 50 * mechanism.bound)
     # clamped: a true 250 in [0, 100] is reported as a true 100 would be
-    assert value_range.normalize([250, -5]).tolist() == [1.0, -1.0]
-    # the mean of many reports in units is the mean of the clamped true numbers
-    truth = rng.uniform(0, 100, 100_000)
-    reported = mechanism.randomize(truth, value_range, rng)
+    assert mechanism.normalize([250, -5]).tolist() == [1.0, -1.0]
+    # Duchi's two reports are the grid's two ends, exactly
+    duchi = DuchiNumber(1.0, 0, 10)
+    assert set(duchi.randomize(rng.uniform(0, 10, 1000), rng).tolist()) == {0, GRID_STEPS}
+    laplace = LaplaceNumber(1.0, 0, 100)
+    assert laplace.reports.contains(-5000) and laplace.reports.contains(GRID_STEPS + 5000)
+    assert laplace.value_of(0) == 0 and laplace.value_of(GRID_STEPS) == pytest.approx(100)
+
+
+@pytest.mark.parametrize("design", sorted(NUMBER_MECHANISMS))
+def test_the_mean_of_the_codes_is_unbiased_and_its_interval_covers(design: str) -> None:
+    """Rounding to the grid keeps the expectation: over many reports the mean of the codes' values
+    is the mean of the clamped true numbers, within 4.5 standard errors."""
+    mechanism = NUMBER_MECHANISMS[design](2.0, 0, 100)
+    rng = np.random.default_rng(17)
+    truth = np.minimum(np.round(np.exp(rng.normal(1.5, 1.0, 100_000))), 100)
+    codes = mechanism.randomize(truth, rng)
+    values = mechanism.value_of(codes)
     se = 50 * math.sqrt(mechanism.worst_variance / truth.size)
-    assert abs(reported.mean() - truth.mean()) < 4.5 * se
+    assert abs(values.mean() - truth.mean()) < 4.5 * se
+    # the rounding adds at most step²/4 to each report's variance (in [-1, 1] units)
+    unrounded = mechanism.draw(mechanism.normalize(truth), rng.random((truth.size, mechanism.uniforms)))
+    assert (values / 50 - 1).var() <= unrounded.var() * (1 + 4.5 * math.sqrt(5 / truth.size)) + mechanism.step**2 / 4
+    counted = dict(zip(*np.unique(codes, return_counts=True), strict=True))
+    result = mechanism.estimate({int(k): int(v) for k, v in counted.items()})
+    assert result.n == truth.size and result.estimate == pytest.approx(values.mean())
+    assert result.low <= truth.mean() <= result.high
+    assert result.method == ("normal" if design == "laplace" else "betting")
+
+
+def test_each_draw_is_its_inverse_cdf() -> None:
+    """Fixed uniforms give fixed reports: the arithmetic the browser must match."""
+    piecewise = PiecewiseNumber(2.0)
+    c = piecewise.bound
+    left, right = (float(v) for v in piecewise.window(0.5))
+    before = piecewise.outside_density * (left + c)
+    assert float(piecewise.draw(0.5, [0.0])) == pytest.approx(-c)
+    assert float(piecewise.draw(0.5, [before])) == pytest.approx(left)
+    assert float(piecewise.draw(0.5, [before + piecewise.inside_density * (c - 1)])) == pytest.approx(right)
+    assert float(piecewise.draw(0.5, [1 - 1e-16])) == pytest.approx(c)
+    duchi = DuchiNumber(1.0)
+    p = float(duchi.probability_high(0.2))
+    assert float(duchi.draw(0.2, [p - 1e-9])) == duchi.bound and float(duchi.draw(0.2, [p])) == -duchi.bound
+    laplace = LaplaceNumber(2.0)
+    assert float(laplace.draw(0.3, [0.5])) == pytest.approx(0.3)
+    assert float(laplace.draw(0.3, [0.75])) == pytest.approx(0.3 + math.log(2))  # the upper quartile, b = 1
+    assert math.isfinite(float(laplace.draw(0.3, [0.0])))
+    hybrid = HybridNumber(4.0)
+    a = hybrid.piecewise_share
+    assert float(hybrid.draw(0.1, [a - 1e-9, 0.3])) == float(hybrid.piecewise.draw(0.1, [0.3]))
+    assert float(hybrid.draw(0.1, [a, 0.3])) == float(hybrid.duchi.draw(0.1, [0.3]))
+    # rounding: a report a quarter of a step above a grid point goes up with probability 1/4
+    y = piecewise.origin + 7.25 * piecewise.step
+    assert piecewise.to_code(y, 0.2499).item() == 8 and piecewise.to_code(y, 0.2501).item() == 7
 
 
 def test_mechanisms_round_trip_and_refuse_bad_parameters() -> None:
     for design in NUMBER_MECHANISMS:
-        mechanism = number_mechanism_from_dict({"design": design, "epsilon": 1.5})
-        assert mechanism.to_dict() == {"design": design, "epsilon": 1.5}
-        assert mechanism.sampler() == {"sampler": design, "epsilon": 1.5}
+        spec = {"design": design, "epsilon": 1.5, "low": 0.0, "high": 30.0}
+        mechanism = number_mechanism_from_dict(spec)
+        assert mechanism.to_dict() == spec
+        sampler = mechanism.sampler()
+        assert sampler["sampler"] == design and (sampler["low"], sampler["high"]) == (0.0, 30.0)
+        assert sampler["origin"] == mechanism.origin and sampler["step"] == mechanism.step
     for bad in (0, -1, math.inf, math.nan, "x"):
         with pytest.raises(ValueError, match="epsilon"):
             HybridNumber(bad)
     with pytest.raises(ValueError, match="unknown number mechanism"):
         number_mechanism_from_dict({"design": "staircase", "epsilon": 1})
     with pytest.raises(ValueError, match="low < high"):
-        Range(5, 5)
+        PiecewiseNumber(1.0, 5, 5)
