@@ -15,9 +15,9 @@ from sqlalchemy import func, inspect, select
 
 from survey.domain.models import (
     HeldSubmission,
-    Invitation,
     Membership,
     Question,
+    RespondentCode,
     Submission,
     Survey,
     User,
@@ -495,7 +495,7 @@ def test_codes_are_generated_and_downloaded_as_links(app, signed_in, small_surve
 def test_code_count_is_checked(app, signed_in, small_survey, count_field):
     response = signed_in.post("/surveys/small-test/invitations", data={"count": count_field})
     assert response.status_code == 400 and 'id="count-error"' in text(response)
-    assert count(app, Invitation) == 0
+    assert count(app, RespondentCode) == 0
 
 
 def test_access_mode_is_checked(app, signed_in, small_survey):
@@ -547,18 +547,18 @@ def test_unknown_foreign_and_missing_codes_get_a_clear_page(app, signed_in, clie
         assert api.status_code == 403 and message in api.json["error"]
     assert stored(app) == (0, 0)
     with app.app_context():
-        assert not any(db.session.scalars(select(Invitation.used)))
+        assert not any(db.session.scalars(select(RespondentCode.used)))
 
 
 def test_codes_and_submissions_cannot_be_lined_up(app, signed_in, client, small_survey):
     """Neither row refers to the other, and the code row has no time to match a submission's by."""
     code = make_codes(signed_in, 1)[0]["code"]
     client.post("/api/surveys/small-test/responses", json={"answers": GOOD, "invitation": code})
-    assert {c.name for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
-    assert not any(isinstance(c.type, (db.Date, db.DateTime, db.Time)) for c in Invitation.__table__.columns)
+    assert {c.name for c in RespondentCode.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
+    assert not any(isinstance(c.type, (db.Date, db.DateTime, db.Time)) for c in RespondentCode.__table__.columns)
     assert {c.name for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
     assert {fk.column.table.name for fk in Submission.__table__.foreign_keys} == {"surveys"}
-    assert {fk.column.table.name for fk in Invitation.__table__.foreign_keys} == {"surveys"}
+    assert {fk.column.table.name for fk in RespondentCode.__table__.foreign_keys} == {"surveys"}
     with app.app_context():  # and so it is in the database itself, not only in the models
         inspector = inspect(db.engine)
         for table in ("invitations", "submissions", "answers"):

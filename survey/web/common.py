@@ -18,7 +18,7 @@ from flask import Flask, Response, current_app, flash, g, jsonify, redirect, req
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
-from survey.domain.accounts.sharing import SurveyAccess, invitations_for, survey_access
+from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey_access
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Membership, Survey, User
 from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
@@ -207,7 +207,7 @@ def _pending_invitations() -> list[Membership]:
     """Roles offered to the signed-in user and not yet accepted, for their start page."""
     if not current_user.is_authenticated:
         return []
-    return invitations_for(db.session, me())
+    return role_offers_for(db.session, me())
 
 
 def init_app(app: Flask) -> None:

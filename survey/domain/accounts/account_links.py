@@ -1,10 +1,11 @@
-"""Single-use links for accounts: an invitation to take a role on a survey, and a link to set or
-reset a password.
+"""Single-use links for accounts (account links): a role offer, a link to take a role on a survey;
+and a password link, to set or reset a password.
 
 Three kinds (``AccountLink.purpose``):
 
-- ``invitation``: an organizer shares a survey with someone, named by e-mail address or by name
-  (survey.domain.accounts.sharing). The link offers that one role on that one survey, and nothing else.
+- ``role_offer`` (stored as ``invitation`` before migration 0014): an organizer shares a survey
+  with someone, named by e-mail address or by name (survey.domain.accounts.sharing). The link
+  offers that one role on that one survey, and nothing else.
   Whoever opens it may take the role with the account they are signed in with, or make an account
   (a username and a password) if the inviter may invite people to make accounts
   (survey.domain.accounts.site); the role then waits on the new account's start page, like any other offer.
@@ -51,7 +52,7 @@ from survey.domain.errors import Conflict, DomainError, Forbidden, NotFound
 from survey.domain.models import ROLES, AccountLink, Membership, Survey, User
 
 LIFETIMES = {
-    "invitation": dt.timedelta(days=7),
+    "role_offer": dt.timedelta(days=7),
     "setup": dt.timedelta(days=7),
     "reset": dt.timedelta(hours=1),
 }
@@ -158,7 +159,7 @@ def addressee_of(who: str | None) -> tuple[str | None, str | None]:
     return None, who
 
 
-def invite(
+def offer_role(
     session: Session, survey: Survey, actor: User, who: str, role: str, account: User | None = None
 ) -> tuple[AccountLink, str]:
     """An invitation to ``who`` (an e-mail address or a name) to take ``role`` on ``survey``; returns
@@ -173,7 +174,7 @@ def invite(
     same_person = AccountLink.email == email if email else func.lower(AccountLink.name) == name.lower()
     session.execute(
         delete(AccountLink).where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.survey_id == survey.id,
             AccountLink.used.is_(False),
             same_person,
@@ -181,7 +182,7 @@ def invite(
     )
     session.expire(survey, ["account_links"])
     return _issue(
-        session, "invitation", email=email, name=name, survey=survey, role=role, invited_by=actor, user=account
+        session, "role_offer", email=email, name=name, survey=survey, role=role, invited_by=actor, user=account
     )
 
 
@@ -211,7 +212,7 @@ def mark_mailed(session: Session, link: AccountLink) -> None:
     )
 
 
-def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
+def open_role_offers(session: Session, survey: Survey) -> list[AccountLink]:
     """The invitations to ``survey`` not used yet, not expired and whose maker still shares it, oldest
     first. Whether one names an existing account is not shown (the survey's organizers see whom
     they typed, never the account behind it, until its owner accepts)."""
@@ -220,7 +221,7 @@ def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
             select(AccountLink)
             .where(
                 AccountLink.survey_id == survey.id,
-                AccountLink.purpose == "invitation",
+                AccountLink.purpose == "role_offer",
                 AccountLink.used.is_(False),
                 AccountLink.expires_at > now(),
             )
@@ -230,10 +231,10 @@ def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
     return [link for link in found if minter_may(link)]
 
 
-def withdraw_invitation(session: Session, survey: Survey, link_id: int | None) -> AccountLink:
+def withdraw_role_offer(session: Session, survey: Survey, link_id: int | None) -> AccountLink:
     """Delete an invitation to ``survey`` (its link stops working). The caller checks the rights."""
     link = session.get(AccountLink, link_id) if link_id is not None else None
-    if link is None or link.survey_id != survey.id or link.purpose != "invitation" or link.used:
+    if link is None or link.survey_id != survey.id or link.purpose != "role_offer" or link.used:
         raise NotFound("That invitation was used or withdrawn already.", path=("link_id",))
     session.delete(link)
     return link
@@ -250,7 +251,7 @@ def minter_may(link: AccountLink) -> bool:
     maker = link.invited_by
     if maker is None or maker.disabled:
         return False
-    if link.purpose == "invitation":
+    if link.purpose == "role_offer":
         return link.survey is not None and allowed(maker, link.survey, "edit")
     return bool(maker.is_admin)
 
@@ -265,9 +266,9 @@ def live_link(session: Session, token: str | None) -> AccountLink | None:
             AccountLink.token_hash == digest(token), AccountLink.used.is_(False), AccountLink.expires_at > now()
         )
     )
-    if link is None or (link.purpose != "invitation" and link.user is not None and link.user.disabled):
+    if link is None or (link.purpose != "role_offer" and link.user is not None and link.user.disabled):
         return None
-    if link.purpose == "invitation" and link.survey_id is not None and link.survey is None:
+    if link.purpose == "role_offer" and link.survey_id is not None and link.survey is None:
         return None
     if not minter_may(link):
         return None
@@ -312,7 +313,7 @@ def _offer_to(session: Session, link: AccountLink, user: User, *, pending: bool)
     return membership
 
 
-def accept_account_invitation(session: Session, token: str, username: str, password: str) -> User:
+def make_account_for_offer(session: Session, token: str, username: str, password: str) -> User:
     """Make the account an invitation offers: ``username`` (checked and free) with ``password``; the
     role this link offers (and no other) waits on the new account's start page for them to accept.
 
@@ -322,13 +323,13 @@ def accept_account_invitation(session: Session, token: str, username: str, passw
     to the same address from other surveys stay as they were: each reaches its survey only through
     its own link (or, once an account holds the address, as an offer its owner sees on the start page)."""
     link = live_link(session, token)
-    if link is None or link.purpose != "invitation":
+    if link is None or link.purpose != "role_offer":
         raise NotFound(DEAD_LINK)
     if not may_make_accounts(session, link):
         raise Forbidden(ACCOUNTS_BY_ADMINISTRATORS)
     name = check_username(session, username)
     check_new_password(password, path=("password",))
-    link = _claim(session, token, ("invitation",))
+    link = _claim(session, token, ("role_offer",))
     email = link.email if link.mailed else None
     if email and session.scalar(select(User.id).where(User.email == email)) is not None:
         email = None
@@ -341,14 +342,14 @@ def accept_account_invitation(session: Session, token: str, username: str, passw
     return user
 
 
-def take_invitation(session: Session, token: str, user: User) -> Membership:
+def take_role_offer(session: Session, token: str, user: User) -> Membership:
     """``user``, signed in, takes up the role an invitation link offers, with the account they have:
     the link is theirs to use (they hold it), and pressing the button on its page is their consent."""
     link = live_link(session, token)
-    if link is None or link.purpose != "invitation" or link.survey is None or link.role not in ROLES:
+    if link is None or link.purpose != "role_offer" or link.survey is None or link.role not in ROLES:
         raise NotFound(DEAD_LINK)
     _check_taker(link.survey, user)
-    link = _claim(session, token, ("invitation",))
+    link = _claim(session, token, ("role_offer",))
     _retire_other_offers(session, link, user)
     return _offer_to(session, link, user, pending=False)
 
@@ -366,7 +367,7 @@ def _retire_other_offers(session: Session, link: AccountLink, user: User) -> Non
     session.execute(
         update(AccountLink)
         .where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.survey_id == link.survey_id,
             AccountLink.user_id == user.id,
             AccountLink.used.is_(False),
@@ -383,7 +384,7 @@ def offers_for(session: Session, user: User) -> list[AccountLink]:
     found = session.scalars(
         select(AccountLink)
         .where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.user_id == user.id,
             AccountLink.used.is_(False),
             AccountLink.expires_at > now(),
