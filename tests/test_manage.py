@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+from flask_wtf import FlaskForm
 from sqlalchemy import func, inspect, select
 
 from survey.domain.models import (
@@ -27,6 +28,7 @@ from survey.domain.surveys.specs import survey_to_spec
 from survey.platform.extensions import db
 
 from .accounts import PASSWORD, make_user, sign_in
+from .databases import statements
 from .surveys import FORM, GOOD, SMALL_SPEC, add_survey, count, make_codes, stored, survey_row, text
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -93,6 +95,35 @@ def test_management_page_has_every_section(signed_in, small_survey):
     assert ids and ids <= labelled
     assert not re.search(r"<script(?![^>]*\ssrc=)", page) and not re.search(r"\sstyle=", page)
     assert len(re.findall(r'\sid="([^"]+)"', page)) == len(set(re.findall(r'\sid="([^"]+)"', page)))
+
+
+def test_a_refused_post_builds_only_what_the_page_shows(app, signed_in, small_survey, monkeypatch):
+    """The management page is read once per section and builds a form only for an input it shows. A
+    refused post re-renders it: the page of an open survey with no codes was 12 statements and 7
+    forms (a refused post 14 statements, its own form and 6 blank ones); now no list of codes is
+    read when there are none, the address form of a published survey is not built, and the rest is
+    made only as the template reaches it. A refused post costs the page plus the two rows its
+    rollback expired (the survey and the signed-in user), and nothing else."""
+    built: list[str] = []
+    original = FlaskForm.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(FlaskForm, "__init__", counted)
+    with statements(app) as shown:
+        assert signed_in.get(f"/surveys/{small_survey}/share").status_code == 200
+    page_forms, built[:] = sorted(built), []
+    refused_dates = {"opens_on": "2030-05-02", "closes_on": "2030-05-01"}
+    with statements(app) as refused:
+        response = signed_in.post(f"/surveys/{small_survey}/dates", data=refused_dates)
+    assert response.status_code == 400 and "The closing date must not be before the opening date." in text(response)
+    assert page_forms == ["AccessForm", "AddMemberForm", "AutoCloseForm", "CodesForm", "DatesForm"]
+    assert sorted(built) == page_forms  # the refused form, and the blank ones of the other sections
+    assert len(shown) <= 11, shown
+    assert len(refused) <= len(shown) + 2, refused
+    assert not [s for s in refused if "invitations.code" in s]  # no codes: their list is not read
 
 
 def test_close_reopen_and_refused_transitions(app, signed_in, client, small_survey):
