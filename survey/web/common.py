@@ -203,7 +203,7 @@ def _manage_access(survey: Survey) -> SurveyAccess:
     return survey_access(current_user if current_user.is_authenticated else None, survey)
 
 
-def _pending_invitations() -> list[Membership]:
+def _pending_role_offers() -> list[Membership]:
     """Roles offered to the signed-in user and not yet accepted, for their start page."""
     if not current_user.is_authenticated:
         return []
@@ -216,4 +216,4 @@ def init_app(app: Flask) -> None:
     for error in UNAVAILABLE:
         app.register_error_handler(error, _database_unavailable)
     app.add_template_global(_manage_access, "manage_access")
-    app.add_template_global(_pending_invitations, "pending_invitations")
+    app.add_template_global(_pending_role_offers, "pending_role_offers")
