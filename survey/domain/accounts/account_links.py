@@ -17,8 +17,8 @@ Three kinds (``AccountLink.purpose``):
   every sign-in session of the user, like a password change.
 
 A role reaches only whoever holds its own link (or the account it was offered to): making an
-account through one invitation takes up that invitation and no other, whatever address they share.
-An account made through an invitation carries the invited address only when the link reached that
+account through one role offer takes up that offer and no other, whatever address they share.
+An account made through a role offer carries the invited address only when the link reached that
 address by e-mail (``AccountLink.mailed``); a link shown to its inviter proves nothing about who
 reads the mailbox, and an address on an account is where offers and password links go.
 
@@ -144,7 +144,7 @@ def _issue(session: Session, purpose: str, **fields) -> tuple[AccountLink, str]:
 
 
 def addressee_of(who: str | None) -> tuple[str | None, str | None]:
-    """``(email, name)`` of whom an invitation is for, as typed on the sharing form: an e-mail address
+    """``(email, name)`` of whom a role offer is for, as typed on the sharing form: an e-mail address
     (normalized) or a name or username; refuses what can be neither. Checked before anything is
     looked up, so that the answer is the same whether or not an account has it."""
     who = (who or "").strip()
@@ -162,11 +162,11 @@ def addressee_of(who: str | None) -> tuple[str | None, str | None]:
 def offer_role(
     session: Session, survey: Survey, actor: User, who: str, role: str, account: User | None = None
 ) -> tuple[AccountLink, str]:
-    """An invitation to ``who`` (an e-mail address or a name) to take ``role`` on ``survey``; returns
+    """A role offer to ``who`` (an e-mail address or a name) to take ``role`` on ``survey``; returns
     the link and its token (sent or shown once, never stored). ``account`` is the existing account
     that ``who`` names, if any: its owner then also finds the offer on their start page. Whoever
     holds the link may take the role, with an account they have or (if its inviter may invite
-    people to make accounts) one they make. An earlier invitation of the same ``who`` to the same
+    people to make accounts) one they make. An earlier role offer to the same ``who`` to the same
     survey is replaced. The caller checks that ``actor`` may share ``survey``."""
     if role not in ROLES:
         raise DomainError("Choose a role.", path=("role",))
@@ -213,7 +213,7 @@ def mark_mailed(session: Session, link: AccountLink) -> None:
 
 
 def open_role_offers(session: Session, survey: Survey) -> list[AccountLink]:
-    """The invitations to ``survey`` not used yet, not expired and whose maker still shares it, oldest
+    """The role offers of ``survey`` not used yet, not expired and whose maker still shares it, oldest
     first. Whether one names an existing account is not shown (the survey's organizers see whom
     they typed, never the account behind it, until its owner accepts)."""
     found = list(
@@ -232,7 +232,7 @@ def open_role_offers(session: Session, survey: Survey) -> list[AccountLink]:
 
 
 def withdraw_role_offer(session: Session, survey: Survey, link_id: int | None) -> AccountLink:
-    """Delete an invitation to ``survey`` (its link stops working). The caller checks the rights."""
+    """Delete a role offer of ``survey`` (its link stops working). The caller checks the rights."""
     link = session.get(AccountLink, link_id) if link_id is not None else None
     if link is None or link.survey_id != survey.id or link.purpose != "role_offer" or link.used:
         raise NotFound("That invitation was used or withdrawn already.", path=("link_id",))
@@ -245,7 +245,7 @@ def withdraw_role_offer(session: Session, survey: Survey, link_id: int | None) -
 
 def minter_may(link: AccountLink) -> bool:
     """Whether whoever made ``link`` could still make it: an enabled user who (for a password link)
-    is an administrator or (for an invitation) still shares its survey. A link dies with its
+    is an administrator or (for a role offer) still shares its survey. A link dies with its
     maker's rights: disabling an account, taking away an administrator's role or a co-organizer's
     place on a survey ends every link they made."""
     maker = link.invited_by
@@ -293,7 +293,7 @@ def _claim(session: Session, token: str, purposes: tuple[str, ...]) -> AccountLi
 
 
 def may_make_accounts(session: Session, link: AccountLink) -> bool:
-    """Whether ``link`` (an invitation) may make a new account now: its inviter may invite people
+    """Whether ``link`` (a role offer) may make a new account now: its inviter may invite people
     to make accounts (an administrator, or anyone while the site allows it: survey.domain.accounts.site)."""
     return may_invite_accounts(session, link.invited_by)
 
@@ -314,12 +314,12 @@ def _offer_to(session: Session, link: AccountLink, user: User, *, pending: bool)
 
 
 def make_account_for_offer(session: Session, token: str, username: str, password: str) -> User:
-    """Make the account an invitation offers: ``username`` (checked and free) with ``password``; the
+    """Make the account a role offer allows: ``username`` (checked and free) with ``password``; the
     role this link offers (and no other) waits on the new account's start page for them to accept.
 
     The account gets the invited address only when the link reached it by e-mail and no account has
     it yet (``AccountLink.mailed``): a link shown to its inviter proves nothing about who reads the
-    mailbox, and an address on an account is where password links and role offers go. Invitations
+    mailbox, and an address on an account is where password links and role offers go. Role offers
     to the same address from other surveys stay as they were: each reaches its survey only through
     its own link (or, once an account holds the address, as an offer its owner sees on the start page)."""
     link = live_link(session, token)
@@ -343,7 +343,7 @@ def make_account_for_offer(session: Session, token: str, username: str, password
 
 
 def take_role_offer(session: Session, token: str, user: User) -> Membership:
-    """``user``, signed in, takes up the role an invitation link offers, with the account they have:
+    """``user``, signed in, takes up the role a role offer's link offers, with the account they have:
     the link is theirs to use (they hold it), and pressing the button on its page is their consent."""
     link = live_link(session, token)
     if link is None or link.purpose != "role_offer" or link.survey is None or link.role not in ROLES:
@@ -379,7 +379,7 @@ def _retire_other_offers(session: Session, link: AccountLink, user: User) -> Non
 
 
 def offers_for(session: Session, user: User) -> list[AccountLink]:
-    """The live invitations that name ``user``'s account (made while they had it): the offers their
+    """The live role offers that name ``user``'s account (made while they had it): the offers their
     start page shows, newest first."""
     found = session.scalars(
         select(AccountLink)
@@ -397,8 +397,8 @@ def offers_for(session: Session, user: User) -> list[AccountLink]:
 def answer_offer(session: Session, link: AccountLink, user: User, accept: bool) -> Membership | None:
     """``user`` accepts (the role is theirs from now on) or declines an offer from :func:`offers_for`.
 
-    Declining does not delete the invitation: it stops naming the account and stays in the survey's
-    list until it expires or is withdrawn, exactly like an invitation to an address that has no
+    Declining does not delete the role offer: it stops naming the account and stays in the survey's
+    list until it expires or is withdrawn, exactly like a role offer to an address that has no
     account, so that the organizers cannot tell from the list whether anyone was there to decline."""
     if not accept:
         link.user = None

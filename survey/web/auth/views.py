@@ -71,7 +71,7 @@ def logout():
 
 
 def _link_page(account_link: AccountLink | None, form=None, status: int = 200, *, refusal: str = ""):
-    """The page of an invitation or password link (or of a dead one); never kept by a cache."""
+    """The page of a role offer or password link (or of a dead one); never kept by a cache."""
     can_make = account_link is not None and account_link.purpose == "role_offer"
     can_make = can_make and may_make_accounts(db.session, account_link)  # type: ignore[arg-type]
     response = make_response(
@@ -92,7 +92,7 @@ def _link_page(account_link: AccountLink | None, form=None, status: int = 200, *
 
 @bp.route("/auth/link", methods=["GET", "POST"])
 def link():
-    """An invitation (take the role with the account one is signed in with, or make an account and
+    """A role offer (take the role with the account one is signed in with, or make an account and
     then accept it) or a link to set a password. Every request here, GET included, counts against
     TOKEN_RATE_LIMIT; a dead link (unknown, used, expired, withdrawn, its user disabled, its maker
     no longer allowed to make it) gets one answer, 404. Making an account signs out whoever is
@@ -104,19 +104,19 @@ def link():
     account_link = live_link(db.session, token)
     if account_link is None:
         return _link_page(None, status=404)
-    invitation = account_link.purpose == "role_offer"
-    if invitation:
+    offer = account_link.purpose == "role_offer"
+    if offer:
         form = NewAccountForm(data={"username": suggested_username(account_link.addressee)})
     else:
         form = NewPasswordForm()
     if request.method == "GET":
         return _link_page(account_link, form)
-    if invitation and request.form.get("take"):
+    if offer and request.form.get("take"):
         return _take(account_link, token, form)
     if not form.validate():
         return _link_page(account_link, form, 400)
     try:
-        if invitation:
+        if offer:
             user = make_account_for_offer(db.session, token, form.username.data, form.password.data)
         else:
             user = set_password_with_link(db.session, token, form.password.data)
@@ -136,7 +136,7 @@ def link():
     if was_signed_in:
         logout_user()
     login_user(user)
-    return see_other("results.index", _welcome(account_link, user), anchor="invitations" if invitation else None)
+    return see_other("results.index", _welcome(account_link, user), anchor="invitations" if offer else None)
 
 
 def _take(account_link: AccountLink, token: str, form):

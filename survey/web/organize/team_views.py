@@ -1,8 +1,8 @@
 """The survey's team: share it (a role offered to an account, or a role offer's link to pass on),
 withdraw a role offer, accept or decline one, remove a member or leave.
 
-The endpoint names keep the word "invitation" (``withdraw_account_invitation``, ``accept_role_offer``,
-``decline_role_offer``), as the pages and tests that name them do; in the code, the thing is a role offer.
+The endpoint names keep the word "invitation" (``withdraw_account_invitation``, ``accept_invitation``,
+``decline_invitation``), as the pages and tests that name them do; in the code, the thing is a role offer.
 """
 
 from __future__ import annotations
