@@ -99,11 +99,13 @@ def test_management_page_has_every_section(signed_in, small_survey):
 
 def test_a_refused_post_builds_only_what_the_page_shows(app, signed_in, small_survey, monkeypatch):
     """The management page is read once per section and builds a form only for an input it shows. A
-    refused post re-renders it: the page of an open survey with no codes was 12 statements and 7
-    forms (a refused post 14 statements, its own form and 6 blank ones); now no list of codes is
-    read when there are none, the address form of a published survey is not built, and the rest is
-    made only as the template reaches it. A refused post costs the page plus the two rows its
-    rollback expired (the survey and the signed-in user), and nothing else."""
+    refused post re-renders it. Measured on the small open survey with no codes: the page was 12
+    statements and built 7 forms, a refused post 14 statements (its own form and 6 blank ones), and
+    every member of the team cost one more statement (15 and 17 with four members). Now no list of
+    codes is read when there are none, the address form of a published survey is not built, a
+    team is read with its users in one statement, and the rest only as the template reaches it: 11
+    statements, with a team or without, and a refused post adds only the two rows its rollback
+    expired (the survey and the signed-in user)."""
     built: list[str] = []
     original = FlaskForm.__init__
 
@@ -112,18 +114,33 @@ def test_a_refused_post_builds_only_what_the_page_shows(app, signed_in, small_su
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(FlaskForm, "__init__", counted)
-    with statements(app) as shown:
-        assert signed_in.get(f"/surveys/{small_survey}/share").status_code == 200
-    page_forms, built[:] = sorted(built), []
     refused_dates = {"opens_on": "2030-05-02", "closes_on": "2030-05-01"}
-    with statements(app) as refused:
-        response = signed_in.post(f"/surveys/{small_survey}/dates", data=refused_dates)
-    assert response.status_code == 400 and "The closing date must not be before the opening date." in text(response)
-    assert page_forms == ["AccessForm", "AddMemberForm", "AutoCloseForm", "CodesForm", "DatesForm"]
-    assert sorted(built) == page_forms  # the refused form, and the blank ones of the other sections
+
+    def measure() -> tuple[list[str], list[str]]:
+        with statements(app) as shown:
+            assert signed_in.get(f"/surveys/{small_survey}/share").status_code == 200
+        with statements(app) as refused:
+            response = signed_in.post(f"/surveys/{small_survey}/dates", data=refused_dates)
+        assert response.status_code == 400
+        assert "The closing date must not be before the opening date." in text(response)
+        return shown, refused
+
+    shown, refused = measure()
+    page_forms = ["AccessForm", "AddMemberForm", "AutoCloseForm", "CodesForm", "DatesForm"]
+    assert sorted(built) == sorted(page_forms * 2)  # the page's blank forms; the refused one and the other blanks
     assert len(shown) <= 11, shown
     assert len(refused) <= len(shown) + 2, refused
     assert not [s for s in refused if "invitations.code" in s]  # no codes: their list is not read
+
+    team = [make_user(app, f"member{i}") for i in range(4)]
+    with app.app_context():
+        survey = db.session.get(Survey, survey_row(app, small_survey).id)
+        for i, user_id in enumerate(team):
+            survey.memberships.append(Membership(user_id=user_id, role="researcher", pending=i == 3))
+        db.session.commit()
+    with_team, refused_with_team = measure()
+    assert len(with_team) == len(shown), with_team
+    assert len(refused_with_team) == len(refused), refused_with_team
 
 
 def test_close_reopen_and_refused_transitions(app, signed_in, client, small_survey):

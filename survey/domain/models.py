@@ -228,7 +228,8 @@ class Membership(Base):
     pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     survey: Mapped[Survey] = relationship(back_populates="memberships")
-    user: Mapped[User] = relationship(back_populates="memberships")
+    #: Read with the membership (one statement for a survey's whole team, not one per member).
+    user: Mapped[User] = relationship(back_populates="memberships", lazy="joined")
 
 
 class LoginSession(Base):
