@@ -233,8 +233,8 @@ def cases(spec: dict[str, Any]) -> list[Case]:
         Case("organize.export_spec", "GET", "the spec of 200 questions", s),
         Case("organize.import_spec", "GET", "import form"),
         Case("organize.import_spec", "POST", "the largest spec the import takes", form="import"),
-        Case("organize.account", "GET", "account page"),
-        Case("organize.account", "POST", "a refused password change", form={"current_password": "wrong"}),
+        Case("auth.account", "GET", "account page"),
+        Case("auth.account", "POST", "a refused password change", form={"current_password": "wrong"}),
         # -- what respondents load
         Case("respond.show", "GET", "survey page, 200 questions", s),
         Case("respond.preview", "GET", "preview of the draft", d),
@@ -276,7 +276,7 @@ def _config(url: str) -> dict[str, Any]:
 
 def importable_spec(spec: dict[str, Any], limit: int) -> bytes:
     """The worst spec cut to the size the import page takes: every question and option, shorter texts."""
-    from survey.web.organize.manage_views import IMPORT_MAX_BYTES
+    from survey.web.organize.lifecycle_views import IMPORT_MAX_BYTES
 
     length = 200
     while True:

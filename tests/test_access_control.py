@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select, update
 
-from survey.domain.models import Invitation, Membership, Question, Survey
+from survey.domain.models import Membership, Question, RespondentCode, Survey
 from survey.platform.extensions import db
 
 from .accounts import make_user, sign_in
@@ -37,7 +37,7 @@ ANY_SIGNED_IN = {
     "auth.logout",
     "organize.new_survey",
     "organize.import_spec",
-    "organize.account",
+    "auth.account",
     "organize.preview",
 }
 #: URL arguments the tests know how to fill with real values.
@@ -103,7 +103,7 @@ def state(app, slug: str = "small-test") -> tuple:
             survey.title,
             survey.epsilon_cap,
             sorted((m.user_id, m.role) for m in survey.memberships),
-            db.session.scalar(select(func.count()).select_from(Invitation)),
+            db.session.scalar(select(func.count()).select_from(RespondentCode)),
             db.session.scalar(select(func.count()).select_from(Survey)),
             structure(survey, texts=True),
         )

@@ -655,7 +655,7 @@ def _integer_fields() -> dict[str, UnboundField]:
 
 def test_every_integer_a_form_takes_is_bounded_to_what_the_database_holds(app):
     fields = _integer_fields()
-    assert {"UserActionForm.user_id", "RemoveMemberForm.user_id", "WithdrawInvitationForm.link_id"} <= set(fields)
+    assert {"UserActionForm.user_id", "RemoveMemberForm.user_id", "WithdrawOfferForm.link_id"} <= set(fields)
     for where, field in fields.items():
         if issubclass(field.field_class, IdField):
             continue

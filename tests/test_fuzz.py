@@ -43,7 +43,7 @@ from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
 from survey.domain.errors import DomainError
-from survey.domain.models import HeldSubmission, Invitation, Submission, Survey, User, today
+from survey.domain.models import HeldSubmission, RespondentCode, Submission, Survey, User, today
 from survey.domain.responses.codes import new_code
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
@@ -134,8 +134,8 @@ def world(app, user):
         create_survey_from_spec(db.session, _spec("draft-test", status="draft"), owner=alice)
         create_survey_from_spec(db.session, _spec("bobs-draft", status="draft"), owner=bob)
         db.session.flush()
-        db.session.add(Invitation(survey_id=invite.id, code=USED_CODE, used=True))
-        db.session.add(Invitation(survey_id=closed_invite.id, code=OTHER_SURVEY_CODE))
+        db.session.add(RespondentCode(survey_id=invite.id, code=USED_CODE, used=True))
+        db.session.add(RespondentCode(survey_id=closed_invite.id, code=OTHER_SURVEY_CODE))
         db.session.commit()
     # coded submissions stay held (survey/domain/responses/mixing.py), so each is checked in its own held row
     app.config["ANONYMITY_BATCH"] = 10**9
@@ -167,7 +167,7 @@ def snapshot(app) -> Snapshot:
             rows = db.session.execute(select(table).order_by(*table.primary_key.columns)).all()
             counts[name] = len(rows)
             digests[name] = hashlib.sha256(repr([tuple(row) for row in rows]).encode()).hexdigest()
-        used = db.session.scalar(select(func.count()).select_from(Invitation).where(Invitation.used.is_(True)))
+        used = db.session.scalar(select(func.count()).select_from(RespondentCode).where(RespondentCode.used.is_(True)))
         db.session.rollback()
     return Snapshot(counts, digests, used)
 
@@ -187,7 +187,7 @@ def fresh_code(app, slug: str = "invite-test") -> str:
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         code = new_code()
-        db.session.add(Invitation(survey_id=survey.id, code=code))
+        db.session.add(RespondentCode(survey_id=survey.id, code=code))
         db.session.commit()
         return code
 

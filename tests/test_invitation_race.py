@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from survey import create_app
-from survey.domain.models import Answer, HeldSubmission, Invitation, Submission, Survey
+from survey.domain.models import Answer, HeldSubmission, RespondentCode, Submission, Survey
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
@@ -90,7 +90,7 @@ def counts(app) -> tuple[int, int, int]:
         return (
             db.session.scalar(select(func.count()).select_from(Submission)) + len(held),
             db.session.scalar(select(func.count()).select_from(Answer)) + sum(len(a) for a in held),
-            db.session.scalar(select(func.count()).select_from(Invitation).where(Invitation.used.is_(True))),
+            db.session.scalar(select(func.count()).select_from(RespondentCode).where(RespondentCode.used.is_(True))),
         )
 
 

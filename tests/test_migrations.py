@@ -146,6 +146,28 @@ def test_who_is_asking_comes_empty_to_surveys_made_before_it_and_goes_on_downgra
     assert differences(empty_app) == []
 
 
+def test_role_offers_stored_as_invitations_become_role_offers_and_go_back_on_downgrade(empty_app):
+    """0014 renames the purpose of the account links that offer a role; password links keep theirs."""
+    init_db(empty_app)
+    insert = text(
+        "INSERT INTO account_links (token_hash, purpose, created_on, expires_at, used, mailed) "
+        "VALUES (:hash, :purpose, '2026-01-02', '2026-01-09 00:00:00', false, false)"
+    )
+    purposes = text("SELECT token_hash, purpose FROM account_links ORDER BY token_hash")
+    with empty_app.app_context():
+        command.downgrade(alembic_config(), "0013")
+        with db.engine.begin() as conn:
+            conn.execute(insert, [{"hash": "a" * 64, "purpose": "invitation"}, {"hash": "b" * 64, "purpose": "reset"}])
+        command.upgrade(alembic_config(), "head")
+        with db.engine.connect() as conn:
+            assert conn.execute(purposes).all() == [("a" * 64, "role_offer"), ("b" * 64, "reset")]
+        command.downgrade(alembic_config(), "0013")
+        with db.engine.connect() as conn:
+            assert conn.execute(purposes).all() == [("a" * 64, "invitation"), ("b" * 64, "reset")]
+        command.upgrade(alembic_config(), "head")
+    assert differences(empty_app) == []
+
+
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
     legacy_database(empty_app)
     output = init_db(empty_app)

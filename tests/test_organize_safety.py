@@ -13,7 +13,7 @@ from html import unescape
 import pytest
 from sqlalchemy import func, select
 
-from survey.domain.models import Answer, HeldSubmission, Invitation, Membership, Question, Submission, Survey, User
+from survey.domain.models import Answer, HeldSubmission, Membership, Question, RespondentCode, Submission, Survey, User
 from survey.platform.extensions import db
 
 from .accounts import make_user, sign_in
@@ -285,7 +285,7 @@ def test_revoking_every_unused_code_at_once(app, signed_in, small_survey):
     assert "Revoke all 4 unused codes?" in text(signed_in.get("/surveys/small-test/invitations/revoke-unused"))
     assert signed_in.post("/surveys/small-test/invitations/revoke-unused").status_code == 303
     with app.app_context():
-        rows = db.session.execute(select(Invitation.code, Invitation.used, Invitation.revoked)).all()
+        rows = db.session.execute(select(RespondentCode.code, RespondentCode.used, RespondentCode.revoked)).all()
     assert sorted(rows) == sorted((code, True, True) for code in codes)
 
 
@@ -295,7 +295,7 @@ def test_a_code_of_another_survey_cannot_be_revoked_from_this_one(app, signed_in
     response = signed_in.post("/surveys/the-draft/invitations/revoke", data={"code": code})
     assert response.status_code == 404
     with app.app_context():
-        assert db.session.scalar(select(Invitation.revoked)) is False
+        assert db.session.scalar(select(RespondentCode.revoked)) is False
 
 
 def test_unused_codes_are_printed_as_cards(app, signed_in, anonymous, small_survey):

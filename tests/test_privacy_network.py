@@ -34,7 +34,7 @@ import pytest
 from scipy.stats import binomtest
 from sqlalchemy import MetaData, func, select
 
-from survey.domain.models import Answer, HeldSubmission, Invitation, Submission, Survey
+from survey.domain.models import Answer, HeldSubmission, RespondentCode, Submission, Survey
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
@@ -361,14 +361,14 @@ def test_the_database_holds_exactly_what_was_posted(run):
         # a submission is its survey and a date; an invitation is its code and whether it was used (or revoked)
         assert {c.key for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
         assert {c.key for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
-        assert {c.key for c in Invitation.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
+        assert {c.key for c in RespondentCode.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
 
 
 def test_invitation_codes_are_used_up_and_stored_nowhere_else(run):
     used = [s.code for s in run.sent if s.code]
     assert len(used) == SUBMISSIONS_PER_MODE
     with run.app.app_context():
-        rows = dict(db.session.execute(select(Invitation.code, Invitation.used)).all())
+        rows = dict(db.session.execute(select(RespondentCode.code, RespondentCode.used)).all())
         assert all(rows[code] for code in used)
         assert not any(rows[code] for code in run.unused_codes)
         tables = MetaData()

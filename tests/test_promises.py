@@ -126,7 +126,7 @@ def survey_slug(request, app):
             survey = create_demo(db.session, respondents=20)
         else:
             survey = create_survey_from_spec(db.session, SMALL_SPEC if request.param == "small" else ONE_SIDED_SPEC)
-            db.session.commit()
+        db.session.commit()
         return survey.slug
 
 

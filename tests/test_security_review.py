@@ -112,13 +112,13 @@ def test_estimates_csv_neutralizes_formulas_and_keeps_numbers_numbers(app, signe
 
 
 def test_invitation_links_csv_neutralizes_formulas(app, user):
-    from survey.domain.responses.codes import invitations_csv
+    from survey.domain.responses.codes import codes_csv
 
     with app.app_context():
         survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
         db.session.flush()
         generate_codes(db.session, survey, 2)
-        lines = list(invitations_csv(db.session, survey, lambda code: "=HYPERLINK(1)"))
+        lines = list(codes_csv(db.session, survey, lambda code: "=HYPERLINK(1)"))
         db.session.rollback()
     rows = list(csv.reader(io.StringIO("".join(lines))))
     assert rows[0] == ["code", "link", "used", "revoked"]

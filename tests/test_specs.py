@@ -237,6 +237,7 @@ def test_real_submission_after_the_demo_gets_a_fresh_id(app, client):
 
     with app.app_context():
         create_demo(db.session, 50)
+        db.session.commit()
     answers = {"cannabis": 0, "cheating": 1, "drink_driving": 1, "harassment": 0, "sedatives": 2, "age_group": 0}
     response = client.post("/api/surveys/health-and-habits/responses", json={"answers": answers})
     assert response.status_code == 201, response.json

@@ -94,7 +94,7 @@ def test_an_invitation_by_address_without_mail_shows_the_link_once_and_makes_an_
     link = shown_link(page)
     token = link.rsplit("=", 1)[1]
     [stored] = links(app)
-    assert stored.purpose == "invitation" and stored.email == "newcomer@example.org" and stored.role == "researcher"
+    assert stored.purpose == "role_offer" and stored.email == "newcomer@example.org" and stored.role == "researcher"
     assert stored.token_hash == hashlib.sha256(token.encode()).hexdigest()  # only the hash is kept
     assert dt.timedelta(days=7) - dt.timedelta(minutes=1) < stored.expires_at - now() <= dt.timedelta(days=7)
     # the page lists the invitation (without its link: it is shown only once)

@@ -50,7 +50,7 @@ ACCESS_MODES = ("link", "invitation")
 ROLES = ("organizer", "researcher")
 #: What a single-use account link is for: making an account (an invitation), setting the first
 #: password of an account an administrator made, or resetting a password (survey.domain.accounts.account_links).
-LINK_PURPOSES = ("invitation", "setup", "reset")
+LINK_PURPOSES = ("role_offer", "setup", "reset")
 #: The password hash of an account whose owner has not set a password yet: no password matches it.
 NO_PASSWORD = "!"
 
@@ -177,7 +177,7 @@ class Survey(Base):
         back_populates="survey", order_by="Question.position", cascade="all, delete-orphan"
     )
     memberships: Mapped[list[Membership]] = relationship(back_populates="survey", cascade="all, delete-orphan")
-    invitations: Mapped[list[Invitation]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+    respondent_codes: Mapped[list[RespondentCode]] = relationship(back_populates="survey", cascade="all, delete-orphan")
     account_links: Mapped[list[AccountLink]] = relationship(back_populates="survey", cascade="all, delete-orphan")
 
     @property
@@ -228,7 +228,8 @@ class Membership(Base):
     pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     survey: Mapped[Survey] = relationship(back_populates="memberships")
-    user: Mapped[User] = relationship(back_populates="memberships")
+    #: Read with the membership (one statement for a survey's whole team, not one per member).
+    user: Mapped[User] = relationship(back_populates="memberships", lazy="joined")
 
 
 class LoginSession(Base):
@@ -316,8 +317,15 @@ class SendQuota(Base):
     used: Mapped[int] = mapped_column(Integer)
 
 
-class Invitation(Base):
-    """A single-use code that admits one submission.
+class RespondentCode(Base):
+    """A respondent code: a single-use code that admits one submission to a survey whose access is
+    by code.
+
+    Its older name, "invitation", stays wherever it is stored or public, for compatibility: the
+    table (``invitations``), the access mode (``Survey.access == "invitation"``, in specs and the
+    API too), the submission's field that carries the code (``invitation``), and the management
+    page's URLs. In the code it is a respondent code, never an invitation (an invitation to take a
+    role on a survey is a role offer: :class:`AccountLink`).
 
     It records only *that* it was used: not when, and not which submission it admitted (the
     submission row has no reference to it either), so codes cannot be lined up with responses.
@@ -333,7 +341,7 @@ class Invitation(Base):
     used: Mapped[bool] = mapped_column(Boolean, default=False)
     revoked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
-    survey: Mapped[Survey] = relationship(back_populates="invitations")
+    survey: Mapped[Survey] = relationship(back_populates="respondent_codes")
 
 
 class Question(Base):

@@ -59,6 +59,7 @@ def register(app: Flask) -> None:
             click.echo("The database already has surveys; no demo added.")
             return
         survey = create_demo(db.session, respondents)
+        db.session.commit()
         respond, results = _urls(survey.slug, host)
         click.echo(f"Demo survey “{survey.title}” is ready.")
         click.echo(f"  Answer it as a respondent:  {respond}")

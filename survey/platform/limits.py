@@ -25,7 +25,7 @@ from limits.strategies import FixedWindowRateLimiter
 #: holds a signed-in browser cannot guess its password there faster than at the sign-in page).
 LIMITED = {
     "auth.login": "LOGIN_RATE_LIMIT",
-    "organize.account": "LOGIN_RATE_LIMIT",
+    "auth.account": "LOGIN_RATE_LIMIT",
     "auth.link": "TOKEN_RATE_LIMIT",
     "respond.submit_form": "SUBMISSION_RATE_LIMIT",
     "respond.submit_json": "SUBMISSION_RATE_LIMIT",

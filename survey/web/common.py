@@ -18,7 +18,7 @@ from flask import Flask, Response, current_app, flash, g, jsonify, redirect, req
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
-from survey.domain.accounts.sharing import SurveyAccess, invitations_for, survey_access
+from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey_access
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Membership, Survey, User
 from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
@@ -203,11 +203,11 @@ def _manage_access(survey: Survey) -> SurveyAccess:
     return survey_access(current_user if current_user.is_authenticated else None, survey)
 
 
-def _pending_invitations() -> list[Membership]:
+def _pending_role_offers() -> list[Membership]:
     """Roles offered to the signed-in user and not yet accepted, for their start page."""
     if not current_user.is_authenticated:
         return []
-    return invitations_for(db.session, me())
+    return role_offers_for(db.session, me())
 
 
 def init_app(app: Flask) -> None:
@@ -216,4 +216,4 @@ def init_app(app: Flask) -> None:
     for error in UNAVAILABLE:
         app.register_error_handler(error, _database_unavailable)
     app.add_template_global(_manage_access, "manage_access")
-    app.add_template_global(_pending_invitations, "pending_invitations")
+    app.add_template_global(_pending_role_offers, "pending_role_offers")

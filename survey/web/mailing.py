@@ -8,7 +8,7 @@ Shared by the organizer's sharing page and the administrator's users page. Three
   site's name, would hand them the token. Development without the setting uses http://127.0.0.1 at
   the port the server listens on (from the server's socket, not the header); production without it
   makes no link at all, and says so, before anything is saved.
-- A message is written before anything is saved and sent after (:func:`prepare_invitation`, then
+- A message is written before anything is saved and sent after (:func:`prepare_role_offer`, then
   :func:`deliver`): if it cannot be written, nothing is saved; if it cannot be sent, whoever made
   the link sees it on the page to pass on. Nobody is ever left with an invitation whose link they
   never saw.
@@ -129,12 +129,12 @@ def _closing(expires: str) -> str:
     )
 
 
-def prepare_invitation(offer: Offer, inviter: User, may_make_accounts: bool) -> Outgoing:
+def prepare_role_offer(offer: Offer, inviter: User, may_make_accounts: bool) -> Outgoing:
     """The invitation's link and message, before anything is saved. The link is passed on (mailed,
     or else shown) only when ``inviter`` may invite people to make accounts; otherwise the offer
     reaches an account only on its start page, and the address typed (if any) is told how to find
     it. Nothing here depends on whether the name or address belongs to an account."""
-    link, token = offer.invitation, offer.token
+    link, token = offer.link, offer.token
     assert link is not None and token is not None
     title = mail.one_line(link.survey.title if link.survey is not None else SITE_NAME)
     role = ROLE_WORDS.get(link.role or "", ROLE_LABELS.get(link.role or "", "a member"))
@@ -181,7 +181,7 @@ def prepare_password_link(link: AccountLink, token: str, admin: User) -> Outgoin
 
 
 def deliver(outgoing: Outgoing) -> Delivery:
-    """Send what :func:`prepare_invitation` or :func:`prepare_password_link` wrote, after the link
+    """Send what :func:`prepare_role_offer` or :func:`prepare_password_link` wrote, after the link
     was saved. Never raises: whatever goes wrong, a link that was not e-mailed is shown."""
     link, url = outgoing.link, outgoing.url
     common = {"addressee": outgoing.addressee, "expires": outgoing.expires}
@@ -208,7 +208,7 @@ def deliver(outgoing: Outgoing) -> Delivery:
 def invited_words(delivery: Delivery, offer: Offer) -> str:
     """What the inviter is told when no link is shown: the same words whether or not an account has
     the name or address they typed (only what they typed and what the mail server said are in it)."""
-    link = offer.invitation
+    link = offer.link
     assert link is not None
     who, role = delivery.addressee, ROLE_LABELS.get(link.role or "", link.role or "")
     waits = (

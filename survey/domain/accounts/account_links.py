@@ -1,10 +1,11 @@
-"""Single-use links for accounts: an invitation to take a role on a survey, and a link to set or
-reset a password.
+"""Single-use links for accounts (account links): a role offer, a link to take a role on a survey;
+and a password link, to set or reset a password.
 
 Three kinds (``AccountLink.purpose``):
 
-- ``invitation``: an organizer shares a survey with someone, named by e-mail address or by name
-  (survey.domain.accounts.sharing). The link offers that one role on that one survey, and nothing else.
+- ``role_offer`` (stored as ``invitation`` before migration 0014): an organizer shares a survey
+  with someone, named by e-mail address or by name (survey.domain.accounts.sharing). The link
+  offers that one role on that one survey, and nothing else.
   Whoever opens it may take the role with the account they are signed in with, or make an account
   (a username and a password) if the inviter may invite people to make accounts
   (survey.domain.accounts.site); the role then waits on the new account's start page, like any other offer.
@@ -16,8 +17,8 @@ Three kinds (``AccountLink.purpose``):
   every sign-in session of the user, like a password change.
 
 A role reaches only whoever holds its own link (or the account it was offered to): making an
-account through one invitation takes up that invitation and no other, whatever address they share.
-An account made through an invitation carries the invited address only when the link reached that
+account through one role offer takes up that offer and no other, whatever address they share.
+An account made through a role offer carries the invited address only when the link reached that
 address by e-mail (``AccountLink.mailed``); a link shown to its inviter proves nothing about who
 reads the mailbox, and an address on an account is where offers and password links go.
 
@@ -51,7 +52,7 @@ from survey.domain.errors import Conflict, DomainError, Forbidden, NotFound
 from survey.domain.models import ROLES, AccountLink, Membership, Survey, User
 
 LIFETIMES = {
-    "invitation": dt.timedelta(days=7),
+    "role_offer": dt.timedelta(days=7),
     "setup": dt.timedelta(days=7),
     "reset": dt.timedelta(hours=1),
 }
@@ -143,7 +144,7 @@ def _issue(session: Session, purpose: str, **fields) -> tuple[AccountLink, str]:
 
 
 def addressee_of(who: str | None) -> tuple[str | None, str | None]:
-    """``(email, name)`` of whom an invitation is for, as typed on the sharing form: an e-mail address
+    """``(email, name)`` of whom a role offer is for, as typed on the sharing form: an e-mail address
     (normalized) or a name or username; refuses what can be neither. Checked before anything is
     looked up, so that the answer is the same whether or not an account has it."""
     who = (who or "").strip()
@@ -158,14 +159,14 @@ def addressee_of(who: str | None) -> tuple[str | None, str | None]:
     return None, who
 
 
-def invite(
+def offer_role(
     session: Session, survey: Survey, actor: User, who: str, role: str, account: User | None = None
 ) -> tuple[AccountLink, str]:
-    """An invitation to ``who`` (an e-mail address or a name) to take ``role`` on ``survey``; returns
+    """A role offer to ``who`` (an e-mail address or a name) to take ``role`` on ``survey``; returns
     the link and its token (sent or shown once, never stored). ``account`` is the existing account
     that ``who`` names, if any: its owner then also finds the offer on their start page. Whoever
     holds the link may take the role, with an account they have or (if its inviter may invite
-    people to make accounts) one they make. An earlier invitation of the same ``who`` to the same
+    people to make accounts) one they make. An earlier role offer to the same ``who`` to the same
     survey is replaced. The caller checks that ``actor`` may share ``survey``."""
     if role not in ROLES:
         raise DomainError("Choose a role.", path=("role",))
@@ -173,7 +174,7 @@ def invite(
     same_person = AccountLink.email == email if email else func.lower(AccountLink.name) == name.lower()
     session.execute(
         delete(AccountLink).where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.survey_id == survey.id,
             AccountLink.used.is_(False),
             same_person,
@@ -181,7 +182,7 @@ def invite(
     )
     session.expire(survey, ["account_links"])
     return _issue(
-        session, "invitation", email=email, name=name, survey=survey, role=role, invited_by=actor, user=account
+        session, "role_offer", email=email, name=name, survey=survey, role=role, invited_by=actor, user=account
     )
 
 
@@ -211,8 +212,8 @@ def mark_mailed(session: Session, link: AccountLink) -> None:
     )
 
 
-def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
-    """The invitations to ``survey`` not used yet, not expired and whose maker still shares it, oldest
+def open_role_offers(session: Session, survey: Survey) -> list[AccountLink]:
+    """The role offers of ``survey`` not used yet, not expired and whose maker still shares it, oldest
     first. Whether one names an existing account is not shown (the survey's organizers see whom
     they typed, never the account behind it, until its owner accepts)."""
     found = list(
@@ -220,7 +221,7 @@ def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
             select(AccountLink)
             .where(
                 AccountLink.survey_id == survey.id,
-                AccountLink.purpose == "invitation",
+                AccountLink.purpose == "role_offer",
                 AccountLink.used.is_(False),
                 AccountLink.expires_at > now(),
             )
@@ -230,10 +231,10 @@ def open_invitations(session: Session, survey: Survey) -> list[AccountLink]:
     return [link for link in found if minter_may(link)]
 
 
-def withdraw_invitation(session: Session, survey: Survey, link_id: int | None) -> AccountLink:
-    """Delete an invitation to ``survey`` (its link stops working). The caller checks the rights."""
+def withdraw_role_offer(session: Session, survey: Survey, link_id: int | None) -> AccountLink:
+    """Delete a role offer of ``survey`` (its link stops working). The caller checks the rights."""
     link = session.get(AccountLink, link_id) if link_id is not None else None
-    if link is None or link.survey_id != survey.id or link.purpose != "invitation" or link.used:
+    if link is None or link.survey_id != survey.id or link.purpose != "role_offer" or link.used:
         raise NotFound("That invitation was used or withdrawn already.", path=("link_id",))
     session.delete(link)
     return link
@@ -244,13 +245,13 @@ def withdraw_invitation(session: Session, survey: Survey, link_id: int | None) -
 
 def minter_may(link: AccountLink) -> bool:
     """Whether whoever made ``link`` could still make it: an enabled user who (for a password link)
-    is an administrator or (for an invitation) still shares its survey. A link dies with its
+    is an administrator or (for a role offer) still shares its survey. A link dies with its
     maker's rights: disabling an account, taking away an administrator's role or a co-organizer's
     place on a survey ends every link they made."""
     maker = link.invited_by
     if maker is None or maker.disabled:
         return False
-    if link.purpose == "invitation":
+    if link.purpose == "role_offer":
         return link.survey is not None and allowed(maker, link.survey, "edit")
     return bool(maker.is_admin)
 
@@ -265,9 +266,9 @@ def live_link(session: Session, token: str | None) -> AccountLink | None:
             AccountLink.token_hash == digest(token), AccountLink.used.is_(False), AccountLink.expires_at > now()
         )
     )
-    if link is None or (link.purpose != "invitation" and link.user is not None and link.user.disabled):
+    if link is None or (link.purpose != "role_offer" and link.user is not None and link.user.disabled):
         return None
-    if link.purpose == "invitation" and link.survey_id is not None and link.survey is None:
+    if link.purpose == "role_offer" and link.survey_id is not None and link.survey is None:
         return None
     if not minter_may(link):
         return None
@@ -292,7 +293,7 @@ def _claim(session: Session, token: str, purposes: tuple[str, ...]) -> AccountLi
 
 
 def may_make_accounts(session: Session, link: AccountLink) -> bool:
-    """Whether ``link`` (an invitation) may make a new account now: its inviter may invite people
+    """Whether ``link`` (a role offer) may make a new account now: its inviter may invite people
     to make accounts (an administrator, or anyone while the site allows it: survey.domain.accounts.site)."""
     return may_invite_accounts(session, link.invited_by)
 
@@ -312,23 +313,23 @@ def _offer_to(session: Session, link: AccountLink, user: User, *, pending: bool)
     return membership
 
 
-def accept_account_invitation(session: Session, token: str, username: str, password: str) -> User:
-    """Make the account an invitation offers: ``username`` (checked and free) with ``password``; the
+def make_account_for_offer(session: Session, token: str, username: str, password: str) -> User:
+    """Make the account a role offer allows: ``username`` (checked and free) with ``password``; the
     role this link offers (and no other) waits on the new account's start page for them to accept.
 
     The account gets the invited address only when the link reached it by e-mail and no account has
     it yet (``AccountLink.mailed``): a link shown to its inviter proves nothing about who reads the
-    mailbox, and an address on an account is where password links and role offers go. Invitations
+    mailbox, and an address on an account is where password links and role offers go. Role offers
     to the same address from other surveys stay as they were: each reaches its survey only through
     its own link (or, once an account holds the address, as an offer its owner sees on the start page)."""
     link = live_link(session, token)
-    if link is None or link.purpose != "invitation":
+    if link is None or link.purpose != "role_offer":
         raise NotFound(DEAD_LINK)
     if not may_make_accounts(session, link):
         raise Forbidden(ACCOUNTS_BY_ADMINISTRATORS)
     name = check_username(session, username)
     check_new_password(password, path=("password",))
-    link = _claim(session, token, ("invitation",))
+    link = _claim(session, token, ("role_offer",))
     email = link.email if link.mailed else None
     if email and session.scalar(select(User.id).where(User.email == email)) is not None:
         email = None
@@ -341,14 +342,14 @@ def accept_account_invitation(session: Session, token: str, username: str, passw
     return user
 
 
-def take_invitation(session: Session, token: str, user: User) -> Membership:
-    """``user``, signed in, takes up the role an invitation link offers, with the account they have:
+def take_role_offer(session: Session, token: str, user: User) -> Membership:
+    """``user``, signed in, takes up the role a role offer's link offers, with the account they have:
     the link is theirs to use (they hold it), and pressing the button on its page is their consent."""
     link = live_link(session, token)
-    if link is None or link.purpose != "invitation" or link.survey is None or link.role not in ROLES:
+    if link is None or link.purpose != "role_offer" or link.survey is None or link.role not in ROLES:
         raise NotFound(DEAD_LINK)
     _check_taker(link.survey, user)
-    link = _claim(session, token, ("invitation",))
+    link = _claim(session, token, ("role_offer",))
     _retire_other_offers(session, link, user)
     return _offer_to(session, link, user, pending=False)
 
@@ -366,7 +367,7 @@ def _retire_other_offers(session: Session, link: AccountLink, user: User) -> Non
     session.execute(
         update(AccountLink)
         .where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.survey_id == link.survey_id,
             AccountLink.user_id == user.id,
             AccountLink.used.is_(False),
@@ -378,12 +379,12 @@ def _retire_other_offers(session: Session, link: AccountLink, user: User) -> Non
 
 
 def offers_for(session: Session, user: User) -> list[AccountLink]:
-    """The live invitations that name ``user``'s account (made while they had it): the offers their
+    """The live role offers that name ``user``'s account (made while they had it): the offers their
     start page shows, newest first."""
     found = session.scalars(
         select(AccountLink)
         .where(
-            AccountLink.purpose == "invitation",
+            AccountLink.purpose == "role_offer",
             AccountLink.user_id == user.id,
             AccountLink.used.is_(False),
             AccountLink.expires_at > now(),
@@ -396,8 +397,8 @@ def offers_for(session: Session, user: User) -> list[AccountLink]:
 def answer_offer(session: Session, link: AccountLink, user: User, accept: bool) -> Membership | None:
     """``user`` accepts (the role is theirs from now on) or declines an offer from :func:`offers_for`.
 
-    Declining does not delete the invitation: it stops naming the account and stays in the survey's
-    list until it expires or is withdrawn, exactly like an invitation to an address that has no
+    Declining does not delete the role offer: it stops naming the account and stays in the survey's
+    list until it expires or is withdrawn, exactly like a role offer to an address that has no
     account, so that the organizers cannot tell from the list whether anyone was there to decline."""
     if not accept:
         link.user = None

@@ -52,12 +52,12 @@ def members(survey: Survey) -> list[Membership]:
 @dataclass(frozen=True)
 class Offer:
     """What sharing a survey with someone did: the role of a member changed (``membership``), or an
-    invitation made (``invitation``, its link's ``token`` to be sent or shown once). Whether the
-    invitation names an existing account is not part of it: the caller has no use for it, and
+    role offer's link made (``link``, its ``token`` to be sent or shown once). Whether the
+    link names an existing account is not part of it: the caller has no use for it, and
     whatever it answers cannot depend on it."""
 
     membership: Membership | None = None
-    invitation: AccountLink | None = None
+    link: AccountLink | None = None
     token: str | None = None
 
 
@@ -74,7 +74,7 @@ def share_with(
     """Offer ``role`` on ``survey`` to ``who``: a username, an e-mail address or a name.
 
     The username of someone on the team (listed on the survey's page) changes their role. Anyone
-    else gets an invitation (:func:`survey.domain.accounts.account_links.invite`), which spends one unit of
+    else gets an invitation (:func:`survey.domain.accounts.account_links.offer_role`), which spends one unit of
     ``actor``'s budget of invitations and e-mails (survey.domain.accounts.quota), whatever happens to it
     next. What the inviter sees is the same whether or not an account has the name or address
     typed: the same answer, the same row on the survey's page (what they typed), the same budget
@@ -100,11 +100,11 @@ def share_with(
     on_team = {m.user_id for m in survey.memberships} | {survey.owner_id, actor.id}
     if account is not None and (account.disabled or account.id in on_team):
         account = None  # nothing to offer them: the invitation is kept like one to nobody
-    invitation, token = links.invite(session, survey, actor, who, role, account=account)
-    return Offer(invitation=invitation, token=token)
+    link, token = links.offer_role(session, survey, actor, who, role, account=account)
+    return Offer(link=link, token=token)
 
 
-def invitations_for(session: Session, user: User) -> list[Membership | AccountLink]:
+def role_offers_for(session: Session, user: User) -> list[Membership | AccountLink]:
     """The roles offered to ``user`` and not yet accepted, newest survey first: invitations naming
     their account, and memberships offered to them (the team of a duplicated survey, offers made
     before invitations named accounts). Each has ``survey`` and ``role``."""
@@ -138,7 +138,7 @@ def _offer(session: Session, user: User, slug: str) -> Membership | AccountLink:
     raise NotFound("There is no invitation to this survey.")  # as far as they can tell, no such survey
 
 
-def accept_invitation(session: Session, user: User, slug: str) -> Membership:
+def accept_role_offer(session: Session, user: User, slug: str) -> Membership:
     """``user`` accepts the role offered on survey ``slug``: from now on it grants its rights."""
     offer = _offer(session, user, slug)
     if isinstance(offer, AccountLink):
@@ -149,7 +149,7 @@ def accept_invitation(session: Session, user: User, slug: str) -> Membership:
     return offer
 
 
-def decline_invitation(session: Session, user: User, slug: str) -> Membership | AccountLink:
+def decline_role_offer(session: Session, user: User, slug: str) -> Membership | AccountLink:
     """``user`` turns the offer down: a membership offered is deleted, an invitation stops naming
     their account (survey.domain.accounts.account_links.answer_offer); the survey's organizers may offer again."""
     offer = _offer(session, user, slug)

@@ -1,4 +1,5 @@
-"""Single-use invitation codes.
+"""Respondent codes: single-use codes that admit one submission each (the access mode
+whose public name is ``invitation``; see :class:`survey.domain.models.RespondentCode`).
 
 A code is claimed by one conditional UPDATE (``... SET used = true WHERE code = ? AND used = false``)
 in the same transaction (on PostgreSQL, the same statement) as the submission it admits: two
@@ -21,7 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from survey.domain.errors import Conflict, DomainError, Forbidden, NotFound
-from survey.domain.models import Invitation, Survey
+from survey.domain.models import RespondentCode, Survey
 from survey.domain.results.csvfile import CsvTable
 
 #: No 0/O, 1/I/L: codes are sometimes typed from paper.
@@ -39,7 +40,7 @@ def generate_codes(session: Session, survey: Survey, count: int) -> list[str]:
     if not 1 <= count <= MAX_CODES_PER_REQUEST:
         raise DomainError(f"ask for 1 to {MAX_CODES_PER_REQUEST} codes at a time", path=("count",))
     codes = [new_code() for _ in range(count)]
-    session.add_all(Invitation(survey_id=survey.id, code=code) for code in codes)
+    session.add_all(RespondentCode(survey_id=survey.id, code=code) for code in codes)
     return codes
 
 
@@ -78,7 +79,7 @@ def check_code(session: Session, survey_id: int, code: str | None) -> None:
         raise Forbidden(MISSING_MESSAGE, path=INVITATION)
     row = None
     if well_formed(code):
-        row = session.scalar(select(Invitation).where(Invitation.code == code))
+        row = session.scalar(select(RespondentCode).where(RespondentCode.code == code))
     if row is None:
         raise Forbidden(
             "This invitation code is not known. Check that the link was copied whole, or that the code was "
@@ -100,8 +101,12 @@ def claim(session: Session, survey_id: int, code: str | None) -> bool:
     :func:`survey.domain.responses.submissions.write_submission`.)
     """
     result = session.execute(
-        update(Invitation)
-        .where(Invitation.survey_id == survey_id, Invitation.code == normalize(code), Invitation.used.is_(False))
+        update(RespondentCode)
+        .where(
+            RespondentCode.survey_id == survey_id,
+            RespondentCode.code == normalize(code),
+            RespondentCode.used.is_(False),
+        )
         .values(used=True)
         .execution_options(synchronize_session=False)
     )
@@ -109,7 +114,7 @@ def claim(session: Session, survey_id: int, code: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class InvitationCounts:
+class CodeCounts:
     total: int
     used: int
     revoked: int = 0
@@ -119,15 +124,15 @@ class InvitationCounts:
         return self.total - self.used - self.revoked
 
 
-def invitation_counts(session: Session, survey: Survey) -> InvitationCounts:
+def code_counts(session: Session, survey: Survey) -> CodeCounts:
     """How many codes the survey has, how many were used and how many revoked, counted by the database."""
     rows = session.execute(
-        select(Invitation.used, Invitation.revoked, func.count())
-        .where(Invitation.survey_id == survey.id)
-        .group_by(Invitation.used, Invitation.revoked)
+        select(RespondentCode.used, RespondentCode.revoked, func.count())
+        .where(RespondentCode.survey_id == survey.id)
+        .group_by(RespondentCode.used, RespondentCode.revoked)
     )
     counts = {(bool(used), bool(revoked)): count for used, revoked, count in rows}
-    return InvitationCounts(
+    return CodeCounts(
         total=sum(counts.values()),
         used=counts.get((True, False), 0),
         revoked=sum(count for (_, revoked), count in counts.items() if revoked),
@@ -160,10 +165,12 @@ def code_rows(
     session: Session, survey: Survey, *, page: int = 1, per_page: int = CODES_PER_PAGE, unused_only: bool = False
 ) -> list[CodeRow]:
     """One page (from 1) of the survey's codes, in the order they were made."""
-    query = select(Invitation.code, Invitation.used, Invitation.revoked).where(Invitation.survey_id == survey.id)
+    query = select(RespondentCode.code, RespondentCode.used, RespondentCode.revoked).where(
+        RespondentCode.survey_id == survey.id
+    )
     if unused_only:
-        query = query.where(Invitation.used.is_(False))
-    query = query.order_by(Invitation.id).offset((max(page, 1) - 1) * per_page).limit(per_page)
+        query = query.where(RespondentCode.used.is_(False))
+    query = query.order_by(RespondentCode.id).offset((max(page, 1) - 1) * per_page).limit(per_page)
     return [CodeRow(code, _state(used, revoked)) for code, used, revoked in session.execute(query)]
 
 
@@ -174,12 +181,14 @@ def revoke(session: Session, survey: Survey, code: str | None) -> str:
     revoked, and the organizer is told it was used.
     """
     code = normalize(code)
-    row = session.scalar(select(Invitation).where(Invitation.survey_id == survey.id, Invitation.code == code))
+    row = session.scalar(
+        select(RespondentCode).where(RespondentCode.survey_id == survey.id, RespondentCode.code == code)
+    )
     if row is None:
         raise NotFound("This survey has no such invitation code.", path=("code",))
     result = session.execute(
-        update(Invitation)
-        .where(Invitation.id == row.id, Invitation.used.is_(False))
+        update(RespondentCode)
+        .where(RespondentCode.id == row.id, RespondentCode.used.is_(False))
         .values(used=True, revoked=True)
         .execution_options(synchronize_session=False)
     )
@@ -198,15 +207,15 @@ def revoke(session: Session, survey: Survey, code: str | None) -> str:
 def revoke_unused(session: Session, survey: Survey) -> int:
     """Withdraw every unused code of ``survey``; how many were withdrawn."""
     result = session.execute(
-        update(Invitation)
-        .where(Invitation.survey_id == survey.id, Invitation.used.is_(False))
+        update(RespondentCode)
+        .where(RespondentCode.survey_id == survey.id, RespondentCode.used.is_(False))
         .values(used=True, revoked=True)
         .execution_options(synchronize_session=False)
     )
     return result.rowcount
 
 
-def invitations_csv(session: Session, survey: Survey, link_for: Callable[[str], str]) -> Iterator[str]:
+def codes_csv(session: Session, survey: Survey, link_for: Callable[[str], str]) -> Iterator[str]:
     """The survey's codes as CSV lines ``code,link,used,revoked``, streamed in the order they were made.
 
     ``link_for`` turns a code into the respondent's link (the view knows the host; this module does
@@ -216,9 +225,9 @@ def invitations_csv(session: Session, survey: Survey, link_for: Callable[[str], 
     table = CsvTable([("code", "text"), ("link", "text"), ("used", "text"), ("revoked", "text")])
     yield table.header()
     rows = session.execute(
-        select(Invitation.code, Invitation.used, Invitation.revoked)
-        .where(Invitation.survey_id == survey.id)
-        .order_by(Invitation.id)
+        select(RespondentCode.code, RespondentCode.used, RespondentCode.revoked)
+        .where(RespondentCode.survey_id == survey.id)
+        .order_by(RespondentCode.id)
         .execution_options(yield_per=1000)
     )
     for code, used, revoked in rows:

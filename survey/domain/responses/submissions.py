@@ -228,6 +228,9 @@ def _record(
     batch: int,
     day: dt.date,
 ) -> Recorded:
+    """Store the submission in a transaction of its own and commit it at once, before what follows it
+    (a batch's release, closing by itself: each its own transaction), so that no writer waits on it.
+    An exception to the rule that the domain leaves committing to its caller (docs/architecture.md)."""
     access = form.access
     try:
         values = validate_answers(form.fields, answers)

@@ -65,9 +65,9 @@ from survey.domain.models import (
     AnswerTally,
     DayTally,
     HeldSubmission,
-    Invitation,
     PairTally,
     Question,
+    RespondentCode,
     Submission,
     SubmissionReceipt,
     SubmissionTally,
@@ -404,14 +404,14 @@ def postgresql_hold(with_receipt: bool) -> Compiled:
     day = bindparam("day", type_=Date)
     accepting = _accepting(day).cte("accepting")
     claimed = (
-        update(Invitation)
+        update(RespondentCode)
         .where(
-            Invitation.survey_id == select(accepting.c.id).scalar_subquery(),
-            Invitation.code == bindparam("code", type_=String),
-            Invitation.used.is_(False),
+            RespondentCode.survey_id == select(accepting.c.id).scalar_subquery(),
+            RespondentCode.code == bindparam("code", type_=String),
+            RespondentCode.used.is_(False),
         )
         .values(used=True)
-        .returning(Invitation.survey_id.label("id"))
+        .returning(RespondentCode.survey_id.label("id"))
         .cte("claimed")
     )
     source: FromClause = claimed

@@ -185,7 +185,7 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
 
 
 def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey:
-    """Create the demo user, survey and simulated respondents (once) and commit."""
+    """Create the demo user, survey and simulated respondents (once); the caller commits."""
     existing = session.scalar(select(Survey).where(Survey.slug == DEMO_SLUG))
     if existing is not None:
         return existing
@@ -193,5 +193,4 @@ def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey
     survey = create_survey_from_spec(session, DEMO_SPEC, owner=owner)
     session.flush()
     simulate_respondents(session, survey, respondents)
-    session.commit()
     return survey

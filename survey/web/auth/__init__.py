@@ -1,12 +1,17 @@
-"""Sign-in and sign-out for organizers and researchers."""
+"""Accounts on the web: sign-in and sign-out, account links (role offers and password links), and
+one's own account page.
+
+The blueprint has no URL prefix of its own: sign-in and the links live under ``/auth/``, the
+account page at ``/account``, where it has always been.
+"""
 
 from __future__ import annotations
 
 from flask import Blueprint, Flask
 
-bp = Blueprint("auth", __name__, url_prefix="/auth")
+bp = Blueprint("auth", __name__)
 
-from . import views  # noqa: E402, F401
+from . import account_views, views  # noqa: E402, F401
 
 
 def init_app(app: Flask) -> None:

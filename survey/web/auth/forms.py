@@ -44,6 +44,31 @@ class NewPasswordForm(FormErrors, FlaskForm):
     )
 
 
+class PasswordForm(FormErrors, FlaskForm):
+    """Change one's own password, on the account page (the current one first)."""
+
+    default_field = "new_password"
+
+    current_password = PasswordField(
+        "Current password", validators=[DataRequired("Give your current password."), Length(max=MAX_PASSWORD_LENGTH)]
+    )
+    new_password = PasswordField(
+        "New password",
+        validators=[
+            DataRequired("Give a new password."),
+            Length(
+                MIN_PASSWORD_LENGTH,
+                MAX_PASSWORD_LENGTH,
+                f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.",
+            ),
+        ],
+    )
+    confirm = PasswordField(
+        "New password, again",
+        validators=[DataRequired("Type the new password again."), EqualTo("new_password", "The two do not match.")],
+    )
+
+
 class NewAccountForm(NewPasswordForm):
     """The account an invitation makes: a username (suggested) and a password."""
 

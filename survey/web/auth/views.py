@@ -6,12 +6,12 @@ from flask import flash, make_response, redirect, render_template, request, url_
 from flask_login import current_user, login_required, login_user, logout_user
 
 from survey.domain.accounts.account_links import (
-    accept_account_invitation,
     live_link,
+    make_account_for_offer,
     may_make_accounts,
     set_password_with_link,
     suggested_username,
-    take_invitation,
+    take_role_offer,
 )
 from survey.domain.accounts.sharing import ROLE_LABELS
 from survey.domain.accounts.sign_in import authenticate, end_session, start_session
@@ -31,7 +31,7 @@ def _safe_next(target: str | None) -> str:
     return url_for("results.index")
 
 
-@bp.route("/login", methods=["GET", "POST"])
+@bp.route("/auth/login", methods=["GET", "POST"])
 def login():
     """Sign-in; POSTs are rate-limited per address (LOGIN_RATE_LIMIT, see survey.platform.limits). A wrong
     username and a wrong password take the same time and get the same answer."""
@@ -57,7 +57,7 @@ def login():
     return render_template("auth/login.html", form=form), status
 
 
-@bp.route("/logout", methods=["POST"])
+@bp.route("/auth/logout", methods=["POST"])
 @login_required
 def logout():
     """Ends this sign-in session on the server too: a saved copy of its cookie opens nothing any more."""
@@ -71,8 +71,8 @@ def logout():
 
 
 def _link_page(account_link: AccountLink | None, form=None, status: int = 200, *, refusal: str = ""):
-    """The page of an invitation or password link (or of a dead one); never kept by a cache."""
-    can_make = account_link is not None and account_link.purpose == "invitation"
+    """The page of a role offer or password link (or of a dead one); never kept by a cache."""
+    can_make = account_link is not None and account_link.purpose == "role_offer"
     can_make = can_make and may_make_accounts(db.session, account_link)  # type: ignore[arg-type]
     response = make_response(
         render_template(
@@ -90,9 +90,9 @@ def _link_page(account_link: AccountLink | None, form=None, status: int = 200, *
     return response
 
 
-@bp.route("/link", methods=["GET", "POST"])
+@bp.route("/auth/link", methods=["GET", "POST"])
 def link():
-    """An invitation (take the role with the account one is signed in with, or make an account and
+    """A role offer (take the role with the account one is signed in with, or make an account and
     then accept it) or a link to set a password. Every request here, GET included, counts against
     TOKEN_RATE_LIMIT; a dead link (unknown, used, expired, withdrawn, its user disabled, its maker
     no longer allowed to make it) gets one answer, 404. Making an account signs out whoever is
@@ -104,20 +104,20 @@ def link():
     account_link = live_link(db.session, token)
     if account_link is None:
         return _link_page(None, status=404)
-    invitation = account_link.purpose == "invitation"
-    if invitation:
+    offer = account_link.purpose == "role_offer"
+    if offer:
         form = NewAccountForm(data={"username": suggested_username(account_link.addressee)})
     else:
         form = NewPasswordForm()
     if request.method == "GET":
         return _link_page(account_link, form)
-    if invitation and request.form.get("take"):
+    if offer and request.form.get("take"):
         return _take(account_link, token, form)
     if not form.validate():
         return _link_page(account_link, form, 400)
     try:
-        if invitation:
-            user = accept_account_invitation(db.session, token, form.username.data, form.password.data)
+        if offer:
+            user = make_account_for_offer(db.session, token, form.username.data, form.password.data)
         else:
             user = set_password_with_link(db.session, token, form.password.data)
         was_signed_in = current_user.is_authenticated
@@ -136,7 +136,7 @@ def link():
     if was_signed_in:
         logout_user()
     login_user(user)
-    return see_other("results.index", _welcome(account_link, user), anchor="invitations" if invitation else None)
+    return see_other("results.index", _welcome(account_link, user), anchor="invitations" if offer else None)
 
 
 def _take(account_link: AccountLink, token: str, form):
@@ -144,7 +144,7 @@ def _take(account_link: AccountLink, token: str, form):
     if not current_user.is_authenticated or not TakeRoleForm().validate_on_submit():
         return _link_page(account_link, form, 400, refusal="Sign in first, then take the role with your account.")
     try:
-        membership = take_invitation(db.session, token, current_user._get_current_object())  # type: ignore[attr-defined]
+        membership = take_role_offer(db.session, token, current_user._get_current_object())  # type: ignore[attr-defined]
     except DomainError as error:
         db.session.rollback()
         if error.status == 404:
@@ -156,7 +156,7 @@ def _take(account_link: AccountLink, token: str, form):
 
 
 def _welcome(account_link: AccountLink, user: User) -> str:
-    if account_link.purpose == "invitation":
+    if account_link.purpose == "role_offer":
         return f"Welcome, {user.username}: your account is ready. Accept the role offered to you below."
     if account_link.purpose == "setup":
         return f"Welcome, {user.username}: your password is set, and you are signed in."

@@ -1,11 +1,14 @@
 """The organizer's workspace: building surveys, choosing privacy per question, running and sharing them.
 
-``builder_views`` holds the survey and question editor and the privacy preview; ``manage_views``
-the lifecycle, access and invitations, sharing, spec import/export and the account page.
+One blueprint, its views in a module per room: ``builder_views`` the survey and question editor and
+the privacy preview; ``lifecycle_views`` the management page and the survey's state, address, dates,
+access and spec; ``codes_views`` the respondent codes; ``team_views`` sharing and role offers.
+``manage_page`` is the management page they all answer with. (One's own account page lives with the
+accounts, in survey.web.auth.)
 """
 
 from flask import Blueprint
 
 bp = Blueprint("organize", __name__)
 
-from . import builder_views, manage_views  # noqa: E402, F401
+from . import builder_views, codes_views, lifecycle_views, team_views  # noqa: E402, F401
