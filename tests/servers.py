@@ -2,11 +2,13 @@
 
 The in-process server (``serve``, ``live_site``) is in tests/live.py; this module holds what the tests
 of durability, serving, tallies and faults share on top: a free port, a JSON post to the submission
-API, and gunicorn on a migrated database.
+API, and gunicorn on a migrated database (``start_gunicorn``, the bare server; ``gunicorn``, on the small
+survey).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -80,15 +82,28 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
         generate_codes(db.session, survey, 20)
         db.session.commit()
         db.engine.dispose()
-    port = free_port()
     log = tmp_path / "gunicorn.log"
+    with start_gunicorn(url, log, WEB_CONCURRENCY="2", SUBMISSION_RATE_LIMIT="100000 per minute") as port:
+        yield port, url, log
+
+
+@contextlib.contextmanager
+def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) -> Iterator[int]:
+    """Run gunicorn as production does (survey.platform.gunicorn_conf, survey.platform.wsgi:app) on the
+    migrated database ``url``, its output in ``log``, until the block ends; yields its port once
+    ``/health`` answers 200.
+
+    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). At the end the master
+    is sent SIGTERM and waited for; with ``kill``, the master and its workers (a process group of their
+    own) are sent SIGKILL, mid-request or not.
+    """
+    port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": url,
-        "SECRET_KEY": "serving-test-" + "x" * 40,
+        "SECRET_KEY": "gunicorn-test-" + "x" * 40,
         "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": "2",
-        "SUBMISSION_RATE_LIMIT": "100000 per minute",
+        **settings,
     }
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
     with log.open("w") as out:
@@ -98,6 +113,7 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=kill,
         )
     try:
         deadline = time.monotonic() + 60
@@ -111,7 +127,10 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "gunicorn did not become healthy"
             time.sleep(0.2)
-        yield port, url, log
+        yield port
     finally:
-        process.send_signal(signal.SIGTERM)
+        if kill:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)

@@ -19,7 +19,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -54,11 +53,10 @@ from survey.privacy import (
 from survey.privacy.deniability import highest_posterior
 
 from .live import CHEAP_PASSWORD_HASH
-from .servers import free_port
+from .servers import start_gunicorn
 from .worst import DIRECT, OUTCOME, analysis_answers, full_answers, worst_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-GUNICORN = Path(sys.executable).parent / "gunicorn"
 PASSWORD = "bounded cost password"
 
 
@@ -560,41 +558,11 @@ def served_worst(tmp_path):
         rng = random.Random(8)
         _submit(client, "worst", [full_answers(spec, rng)] + [analysis_answers(spec, rng) for _ in range(339)])
         db.engine.dispose()
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": "bounded-cost-test-" + "x" * 40,
-        "BIND": f"127.0.0.1:{port}",
-        # as many workers as the attack sends requests at once, one request each: the attack holds every
-        # one of them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each)
-        "WEB_CONCURRENCY": "3",
-        "WEB_THREADS": "1",
-    }
-    env.pop("SURVEY_ENV", None)  # the entry point's own default: production
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(GUNICORN), "-c", "python:survey.platform.gunicorn_conf", "survey.platform.wsgi:app"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError, AssertionError):
-                _health_latency(port)
-                break
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "gunicorn did not become healthy"
-            time.sleep(0.2)
+    # as many workers as the attack sends requests at once, one request each: the attack holds every one of
+    # them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each); killed at the end,
+    # the master and its workers, mid-request or not
+    with start_gunicorn(url, tmp_path / "gunicorn.log", kill=True, WEB_CONCURRENCY="3", WEB_THREADS="1") as port:
         yield port
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)  # the master and its workers, mid-request or not
-        process.wait(timeout=30)
 
 
 ATTACKS = {
