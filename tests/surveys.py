@@ -94,6 +94,13 @@ def add_survey(app, spec: dict, owner: str | None = "alice", **changes) -> str:
         return survey.slug
 
 
+def submit_answers(client, slug: str, answers: list[dict]) -> None:
+    """Send each of ``answers`` to the survey's submission API; each must be stored (201)."""
+    for one in answers:
+        response = client.post(f"/api/surveys/{slug}/responses", json={"answers": one})
+        assert response.status_code == 201, response.get_json()
+
+
 def survey_row(app, slug: str) -> Survey:
     """A detached snapshot of the survey's scalar columns."""
     with app.app_context():

@@ -53,7 +53,7 @@ from survey.privacy.designs import DESIGNS
 from survey.web.ids import MAX_ID, IdField
 
 from .builder import CHOICE, add, field_error, new_draft, snapshot
-from .surveys import add_survey
+from .surveys import add_survey, submit_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 RSCRIPT = shutil.which("Rscript")
@@ -94,12 +94,6 @@ def _download(client, path: str) -> bytes:
     body = response.get_data()
     response.close()
     return body
-
-
-def _post_answers(client, slug: str, answers: list[dict]) -> None:
-    for sent in answers:
-        response = client.post(f"/api/surveys/{slug}/responses", json={"answers": sent})
-        assert response.status_code == 201, response.get_json()
 
 
 # -- the R script is data, in every encoding R may read it in --------------------------------------
@@ -190,7 +184,7 @@ def hostile(app, signed_in, tmp_path):
     for spec in _hostile_specs(sentinel):
         slug = add_survey(app, spec)
         answers = _hostile_answers(len(spec["questions"][0]["options"]))
-        _post_answers(signed_in, slug, answers)
+        submit_answers(signed_in, slug, answers)
         files = {}
         for name, url in (
             ("script", f"/surveys/{slug}/estimates.R"),
@@ -408,7 +402,7 @@ def test_reserved_words_and_long_keys_round_trip_through_every_export(app, signe
     500) and the R script counts every answer (it reported n = 0 for ``in`` and ``next``)."""
     slug = add_survey(app, NAMING_SPEC)
     answers = _naming_answers()
-    _post_answers(signed_in, slug, answers)
+    submit_answers(signed_in, slug, answers)
     expected = _expected_cells(answers)
     names = list(NAMING_KEYS.values())
     header = [*MICRODATA_FIXED_COLUMNS, *names]
@@ -500,7 +494,7 @@ def test_the_docs_snippets_reestimate_renamed_questions(app, signed_in, tmp_path
     """The Python and R code of docs/exports.md ("Re-estimating"), run as printed on a survey whose
     keys had to be renamed, give the estimates file's numbers."""
     slug = add_survey(app, NAMING_SPEC)
-    _post_answers(signed_in, slug, _naming_answers())
+    submit_answers(signed_in, slug, _naming_answers())
     book = tmp_path / "codebook.json"
     book.write_bytes(_download(signed_in, f"/surveys/{slug}/codebook.json"))
     micro = tmp_path / "responses.csv"
@@ -547,7 +541,7 @@ def test_the_dta_is_the_format_the_docs_name_and_r_reads_it_as_they_say(app, sig
     assert promised, "docs/exports.md names the .dta format"
     assert 'haven::read_dta("<slug>-responses.dta")' in docs
     slug = add_survey(app, NAMING_SPEC)
-    _post_answers(signed_in, slug, _naming_answers()[:5])
+    submit_answers(signed_in, slug, _naming_answers()[:5])
     path = tmp_path / "responses.dta"
     path.write_bytes(_download(signed_in, f"/surveys/{slug}/responses.dta"))
     release = re.match(rb"<stata_dta><header><release>(\d+)</release>", path.read_bytes())
