@@ -20,12 +20,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from flask import Flask
+
 from survey import create_app
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
+from .databases import make_config
+from .live import serve
 from .surveys import SMALL_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +69,24 @@ def request_json(port: int, method: str, path: str, body: dict | None = None) ->
         return response.status, json.loads(raw) if raw.startswith(b"{") else {}
     finally:
         conn.close()
+
+
+def served_small_survey(request, tmp_path: Path, **changes) -> Iterator[tuple[Flask, int]]:
+    """An app on the test's database (``request.param``: a backend of ``BACKENDS``) holding the small
+    survey with ``changes``, served in this process on 127.0.0.1 (tests/live.py's ``serve``).
+
+    A fixture's body (``yield from served_small_survey(...)``); yields the app and its port, then
+    closes the app's sessions and engine.
+    """
+    app = create_app(make_config(request.param, tmp_path, request))
+    with app.app_context():
+        create_survey_from_spec(db.session, {**SMALL_SPEC, **changes})
+        db.session.commit()
+    with serve(app) as port:
+        yield app, port
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
 
 
 def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:

@@ -37,7 +37,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
-from .live import live_site
+from .live import live_site, log_lines
 from .pages import STORAGE_KEY, reference_report, tick_answers
 from .surveys import SMALL_SPEC, add_survey
 
@@ -116,15 +116,6 @@ class Run:
     unused_codes: list[str]
 
 
-class Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, browser):
     made: dict = {}
@@ -142,25 +133,16 @@ def run(tmp_path_factory, browser):
 
     with live_site(tmp_path_factory.mktemp("network"), "network-tests", setup) as (app, base):
         codes, options = made["codes"], made["options"]
-        # every line the request log writes while the browsers answer, as it would reach a log file
-        collect = Collect()
-        werkzeug_log = logging.getLogger("werkzeug")
-        old_level = werkzeug_log.level
-        werkzeug_log.setLevel(logging.INFO)
-        werkzeug_log.addHandler(collect)
-
         picker = random.Random(20260)
         sent: list[Sent] = []
-        try:
+        # every line the request log writes while the browsers answer, as it would reach a log file
+        with log_lines("werkzeug", logging.INFO) as lines:
             for mode, slug in MODES.items():
                 for i in range(SUBMISSIONS_PER_MODE):
                     truth = {key: picker.randrange(k) for key, k in options.items()}
                     code = codes[i] if mode == "invitation" else None
                     sent.append(submit(browser, base, slug, truth, code, mode))
-        finally:
-            werkzeug_log.removeHandler(collect)
-            werkzeug_log.setLevel(old_level)
-        yield Run(app, base, sent, options, made["matrices"], collect.lines, codes[SUBMISSIONS_PER_MODE:])
+        yield Run(app, base, sent, options, made["matrices"], lines, codes[SUBMISSIONS_PER_MODE:])
 
 
 def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | None, mode: str) -> Sent:
