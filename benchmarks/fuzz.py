@@ -1,6 +1,6 @@
 """A long fuzz run: the properties of tests/test_fuzz.py with many times their examples.
 
-Runs ``pytest tests/test_fuzz.py`` under the Hypothesis profile ``fuzz`` (tests/conftest.py: twenty
+Runs ``pytest tests/test_fuzz.py`` under the Hypothesis profile ``fuzz`` (tests/hypothesis_profiles.py: twenty
 times the examples of the suite's derandomized ``ci`` profile, drawn at random; about 21,000 generated
 cases on SQLite, and 8,400 more on PostgreSQL when ``TEST_DATABASE_URL`` is set), and reports how
 many cases ran per property and backend and the pytest outcome. Exits with pytest's status.

@@ -20,18 +20,14 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-
-from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from survey import create_app
+from benchmarks.scratch import migrated_app, scratch_postgresql
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
-from survey.platform.schema import upgrade_database
 
 QUESTIONS = [
     {"key": "drugs", "kind": "yes_no", "text": "Drugs?", "privacy": {"design": "warner", "p": 0.75}},
@@ -45,16 +41,6 @@ QUESTIONS = [
     {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"]},
 ]
 ANSWERS = {"drugs": 1, "often": 2, "age": 0}
-
-
-def app_on(url: str, options: dict | None = None):
-    config = {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench", "RATELIMIT_ENABLED": False}
-    if options:
-        config["SQLALCHEMY_ENGINE_OPTIONS"] = options
-    app = create_app(config)
-    with app.app_context():
-        upgrade_database()
-    return app
 
 
 def measure(app, rounds: int, per_round: int) -> tuple[list[float], list[float]]:
@@ -109,26 +95,17 @@ def main() -> None:
         "|---|---:|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as folder:
-        open_rates, coded_rates = measure(app_on(f"sqlite:///{folder}/bench.sqlite"), args.rounds, args.per_round)
+        open_rates, coded_rates = measure(
+            migrated_app(f"sqlite:///{folder}/bench.sqlite", RATELIMIT_ENABLED=False), args.rounds, args.per_round
+        )
         lines.append(row("SQLite", open_rates, coded_rates))
     if args.postgresql:
-        from survey.platform.config import normalize_database_url
-
-        base = normalize_database_url(args.postgresql)
-        name = f"held_bench_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(base, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            app = app_on(base.rsplit("/", 1)[0] + f"/{name}")
+        with scratch_postgresql(args.postgresql, "held_bench") as url:
+            app = migrated_app(url, RATELIMIT_ENABLED=False)
             open_rates, coded_rates = measure(app, args.rounds, args.per_round)
             lines.append(row("PostgreSQL", open_rates, coded_rates))
             with app.app_context():
                 db.engine.dispose()
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
     lines += [
         "",
         "A coded submission costs its claim, its held row and its share of a release of ten (delete ten "

@@ -29,6 +29,7 @@ Run with ``make bench``; the committed ``scale.md`` beside this file is its last
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import io
 import json
@@ -250,12 +251,6 @@ def analysis_report(rows: list[dict]) -> tuple[list[str], list[str]]:
     return targets, table
 
 
-def pg_admin_url(url: str) -> str:
-    from survey.platform.config import normalize_database_url
-
-    return normalize_database_url(url)
-
-
 # -- databases -------------------------------------------------------------------------------------
 
 
@@ -263,27 +258,16 @@ class Database:
     """A database of its own for one part of the benchmark, migrated, holding the survey."""
 
     def __init__(self, backend: str, postgresql: str | None, workdir: Path, spec: dict[str, Any] | None = None) -> None:
-        from sqlalchemy import create_engine, text
+        from benchmarks.scratch import scratch_postgresql
 
         spec = spec or SPEC
 
         self.backend = backend
+        self._scratch = contextlib.ExitStack()
         if backend == "sqlite":
             self.url = f"sqlite:///{workdir / f'scale-{uuid.uuid4().hex[:6]}.sqlite'}"
-            self._drop = None
         else:
-            name = f"scale_bench_{uuid.uuid4().hex[:8]}"
-            admin = create_engine(pg_admin_url(postgresql or ""), isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(text(f'CREATE DATABASE "{name}"'))
-            self.url = pg_admin_url(postgresql or "").rsplit("/", 1)[0] + f"/{name}"
-
-            def drop() -> None:
-                with admin.connect() as conn:
-                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                admin.dispose()
-
-            self._drop = drop
+            self.url = self._scratch.enter_context(scratch_postgresql(postgresql or "", "scale_bench"))
         app = self.app()
         from survey.domain.models import User
         from survey.domain.surveys.specs import create_survey_from_spec
@@ -315,8 +299,7 @@ class Database:
         return self.url.replace("postgresql+psycopg://", "postgresql://")
 
     def drop(self) -> None:
-        if self._drop:
-            self._drop()
+        self._scratch.close()
 
 
 def simulate_reports(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -27,6 +27,7 @@ Run with ``make bench``; the committed ``worst_case.md`` beside this file is its
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import io
 import json
@@ -52,15 +53,15 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
-from sqlalchemy import create_engine, event, select, text  # noqa: E402
+from sqlalchemy import event, select  # noqa: E402
 
+from benchmarks.scratch import scratch_postgresql  # noqa: E402
 from survey import create_app  # noqa: E402
 from survey.domain.models import Membership, Survey, User  # noqa: E402
 from survey.domain.responses.codes import MAX_CODES_PER_REQUEST, generate_codes  # noqa: E402
 from survey.domain.surveys.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN  # noqa: E402
 from survey.domain.surveys.specs import MAX_OPTIONS, create_survey_from_spec  # noqa: E402
 from survey.domain.validation import TEXT_LIMITS  # noqa: E402
-from survey.platform.config import normalize_database_url  # noqa: E402
 from survey.platform.extensions import db  # noqa: E402
 from survey.platform.schema import upgrade_database  # noqa: E402
 from survey.web.organize.builder_forms import SurveyDetailsForm  # noqa: E402
@@ -725,29 +726,19 @@ def main() -> int:
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
 
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         if args.postgresql:
-            name = f"worst_case_{uuid.uuid4().hex[:8]}"
-            admin = create_engine(normalize_database_url(args.postgresql), isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(text(f'CREATE DATABASE "{name}"'))
-            url = normalize_database_url(args.postgresql).rsplit("/", 1)[0] + f"/{name}"
+            url = stack.enter_context(scratch_postgresql(args.postgresql, "worst_case"))
         else:
             url = f"sqlite:///{Path(folder) / 'worst.sqlite'}"
-        try:
-            site = build_site(url, args.submissions, args.full, log)
-            planned = cases(site.spec)
-            check_coverage(site.app, planned)
-            if args.only:
-                planned = [c for c in planned if args.only in c.endpoint]
-            rows = measure(site, planned, args.repeats, args.timeout, log)
-            with site.app.app_context():
-                db.engine.dispose()
-        finally:
-            if args.postgresql:
-                with admin.connect() as conn:
-                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                admin.dispose()
+        site = build_site(url, args.submissions, args.full, log)
+        planned = cases(site.spec)
+        check_coverage(site.app, planned)
+        if args.only:
+            planned = [c for c in planned if args.only in c.endpoint]
+        rows = measure(site, planned, args.repeats, args.timeout, log)
+        with site.app.app_context():
+            db.engine.dispose()
     associations = association_costs(args.tables, args.timeout, log)
     regressions = regression_costs(args.timeout, log)
     lines = report(rows, site, args, time.perf_counter() - started) + limits_report(

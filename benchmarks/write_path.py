@@ -21,21 +21,19 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from survey import create_app
+from benchmarks.scratch import migrated_app, scratch_postgresql
 from survey.domain.models import Survey
 from survey.domain.responses import writes
 from survey.domain.responses.submissions import autocommit_cursor, submission_form
 from survey.domain.responses.tallies import tally_mismatches
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
-from survey.platform.schema import upgrade_database
 
 QUESTIONS = [
     *(
@@ -48,9 +46,8 @@ QUESTIONS = [
 
 
 def measure(url: str, blocks: int, per_block: int) -> dict[str, list[float]]:
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
+    app = migrated_app(url)
     with app.app_context():
-        upgrade_database()
         create_survey_from_spec(db.session, {"title": "Open", "slug": "open", "questions": QUESTIONS})
         db.session.commit()
         form = submission_form(db.session, "open")
@@ -101,19 +98,8 @@ def main() -> None:
     parser.add_argument("--per-block", type=int, default=100)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
-    from survey.platform.config import normalize_database_url
-
-    base = normalize_database_url(args.postgresql)
-    name = f"write_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        times, cpu = measure(base.rsplit("/", 1)[0] + f"/{name}", args.blocks, args.per_block)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_postgresql(args.postgresql, "write_bench") as url:
+        times, cpu = measure(url, args.blocks, args.per_block)
     reference = times["driver cursor (the app)"]
     lines = [
         "# Sending the submission statement: the driver's cursor or SQLAlchemy Core",

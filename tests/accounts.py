@@ -13,14 +13,19 @@ from survey.platform.extensions import db
 PASSWORD = "correct horse battery"
 
 
-def make_user(app, name: str, password: str = PASSWORD) -> int:
-    """Create the user ``name``; returns its id."""
+def make_user(app, name: str, password: str = PASSWORD, **attributes) -> int:
+    """Create the user ``name`` (with ``attributes``: ``email``, ``is_admin``...); returns its id."""
     with app.app_context():
-        user = User(username=name)
+        user = User(username=name, **attributes)
         user.set_password(password)
         db.session.add(user)
         db.session.commit()
         return user.id
+
+
+def make_admin(app, name: str, email: str | None = None) -> int:
+    """Create the administrator ``name`` (password :data:`PASSWORD`); returns its id."""
+    return make_user(app, name, is_admin=True, email=email)
 
 
 def sign_in(app_or_client: Flask | FlaskClient, name: str, password: str = PASSWORD) -> FlaskClient:

@@ -24,6 +24,7 @@ from survey.domain.models import User
 from survey.platform.extensions import db
 
 from . import hypothesis_profiles
+from .accounts import make_user
 from .databases import BACKENDS, PG_URL, make_config, migrate, pg_url
 from .live import chromium
 from .private_postgres import private_postgres
@@ -148,12 +149,19 @@ def runner(app):
 
 @pytest.fixture
 def user(app):
-    with app.app_context():
-        u = User(username="alice")
-        u.set_password("correct horse battery")
-        db.session.add(u)
-        db.session.commit()
-        return u.id
+    return make_user(app, "alice")
+
+
+@pytest.fixture
+def bob(app, user):
+    """A second user, made after alice (the ``user`` fixture); password :data:`tests.accounts.PASSWORD`."""
+    return make_user(app, "bob")
+
+
+@pytest.fixture
+def carol(app, user):
+    """A third user, made after alice; password :data:`tests.accounts.PASSWORD`."""
+    return make_user(app, "carol")
 
 
 @pytest.fixture

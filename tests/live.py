@@ -1,4 +1,4 @@
-"""The live pieces the browser tests and the ε audit share: a served app and Debian's Chromium.
+"""The live pieces the browser tests and the ε audit share: a served app, its log, and Debian's Chromium.
 
 One place for them, because the copies had drifted (one browser suite mapped an insecure host, the
 others did not; each live server disposed of its engine differently). ``conftest.py`` builds its
@@ -9,6 +9,7 @@ fixtures. Playwright cannot download browsers here, so Chromium is Debian's (``m
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,6 +47,31 @@ def serve(app) -> Iterator[int]:
     finally:
         server.shutdown()
         thread.join(timeout=5)
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@contextlib.contextmanager
+def log_lines(name: str = "werkzeug", level: int = logging.DEBUG) -> Iterator[list[str]]:
+    """Every line logged to the logger ``name`` (``""``: the root) while the block runs, as a log file
+    would get it (the message, and a traceback if any), with the logger set to ``level`` meanwhile."""
+    handler = _Lines()
+    logger = logging.getLogger(name)
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 #: The demo's researcher (``flask demo``, survey/domain/surveys/demo.py).
 DEMO = ("demo", "demo-password")
+#: Where static/js/respond/memo.js keeps the browser's secret (localStorage).
+STORAGE_KEY = "private-survey.secret"
 
 
 def new_page(browser: Browser, viewport: dict = PHONE, **options) -> Page:
@@ -58,11 +60,15 @@ def axe_violations(page: Page) -> list[dict]:
     return [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
 
 
-def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: list[float]) -> int:
-    """What memo.js must send, computed independently: HMAC-SHA256 → 53-bit uniform → inverse CDF."""
-    message = f"{slug}\n{key}\n{true_code}".encode()
-    mac = hmac.new(bytes.fromhex(secret_hex), message, hashlib.sha256).digest()
-    high, low = struct.unpack(">II", mac[:8])
+def tick_answers(page: Page, truth: dict[str, int]) -> None:
+    """Tick the answers ``truth`` (question key → option code) on the open survey page at once."""
+    page.evaluate(
+        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
+    )
+
+
+def inverse_cdf(column: list[float], high: int, low: int) -> int:
+    """The report SurveyRandomizer.sample draws from two 32-bit words (its 53-bit uniform, then the CDF)."""
     u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
     cumulative = 0.0
     for reported, p in enumerate(column):
@@ -70,6 +76,13 @@ def reference_report(secret_hex: str, slug: str, key: str, true_code: int, colum
         if u < cumulative:
             return reported
     return max(r for r, p in enumerate(column) if p > 0)
+
+
+def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: list[float]) -> int:
+    """What static/js/respond/memo.js must send, computed independently: HMAC-SHA256 of the slug, key
+    and true answer under the browser's secret → a 53-bit uniform → the inverse of the column's CDF."""
+    mac = hmac.new(bytes.fromhex(secret_hex), f"{slug}\n{key}\n{true_code}".encode(), hashlib.sha256).digest()
+    return inverse_cdf(column, *struct.unpack(">II", mac[:8]))
 
 
 def session_cookie_payload(value: str) -> dict:

@@ -2,11 +2,13 @@
 
 The in-process server (``serve``, ``live_site``) is in tests/live.py; this module holds what the tests
 of durability, serving, tallies and faults share on top: a free port, a JSON post to the submission
-API, and gunicorn on a migrated database.
+API, and gunicorn on a migrated database (``start_gunicorn``, the bare server; ``gunicorn``, on the small
+survey).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -18,12 +20,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from flask import Flask
+
 from survey import create_app
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
+from .databases import make_config
+from .live import serve
 from .surveys import SMALL_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +71,24 @@ def request_json(port: int, method: str, path: str, body: dict | None = None) ->
         conn.close()
 
 
+def served_small_survey(request, tmp_path: Path, **changes) -> Iterator[tuple[Flask, int]]:
+    """An app on the test's database (``request.param``: a backend of ``BACKENDS``) holding the small
+    survey with ``changes``, served in this process on 127.0.0.1 (tests/live.py's ``serve``).
+
+    A fixture's body (``yield from served_small_survey(...)``); yields the app and its port, then
+    closes the app's sessions and engine.
+    """
+    app = create_app(make_config(request.param, tmp_path, request))
+    with app.app_context():
+        create_survey_from_spec(db.session, {**SMALL_SPEC, **changes})
+        db.session.commit()
+    with serve(app) as port:
+        yield app, port
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
 def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
     """Migrate ``url``, add a link survey and a coded one, run gunicorn on it until closed.
 
@@ -80,15 +104,28 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
         generate_codes(db.session, survey, 20)
         db.session.commit()
         db.engine.dispose()
-    port = free_port()
     log = tmp_path / "gunicorn.log"
+    with start_gunicorn(url, log, WEB_CONCURRENCY="2", SUBMISSION_RATE_LIMIT="100000 per minute") as port:
+        yield port, url, log
+
+
+@contextlib.contextmanager
+def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) -> Iterator[int]:
+    """Run gunicorn as production does (survey.platform.gunicorn_conf, survey.platform.wsgi:app) on the
+    migrated database ``url``, its output in ``log``, until the block ends; yields its port once
+    ``/health`` answers 200.
+
+    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). At the end the master
+    is sent SIGTERM and waited for; with ``kill``, the master and its workers (a process group of their
+    own) are sent SIGKILL, mid-request or not.
+    """
+    port = free_port()
     env = {
         **os.environ,
         "DATABASE_URL": url,
-        "SECRET_KEY": "serving-test-" + "x" * 40,
+        "SECRET_KEY": "gunicorn-test-" + "x" * 40,
         "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": "2",
-        "SUBMISSION_RATE_LIMIT": "100000 per minute",
+        **settings,
     }
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
     with log.open("w") as out:
@@ -98,6 +135,7 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=kill,
         )
     try:
         deadline = time.monotonic() + 60
@@ -111,7 +149,10 @@ def gunicorn(url: str, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "gunicorn did not become healthy"
             time.sleep(0.2)
-        yield port, url, log
+        yield port
     finally:
-        process.send_signal(signal.SIGTERM)
+        if kill:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)

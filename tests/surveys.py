@@ -82,13 +82,23 @@ LIVE_SPEC = {
 }
 
 
-def add_survey(app, spec: dict, owner: str = "alice") -> str:
-    """Create ``spec``'s survey owned by the user named ``owner``; returns its slug."""
+def add_survey(app, spec: dict, owner: str | None = "alice", **changes) -> str:
+    """Create ``spec``'s survey owned by the user named ``owner`` (``None``: by nobody), with the
+    attributes ``changes`` set on it; returns its slug."""
     with app.app_context():
-        user = db.session.scalar(select(User).where(User.username == owner))
+        user = db.session.scalar(select(User).where(User.username == owner)) if owner is not None else None
         survey = create_survey_from_spec(db.session, spec, owner=user)
+        for name, value in changes.items():
+            setattr(survey, name, value)
         db.session.commit()
         return survey.slug
+
+
+def submit_answers(client, slug: str, answers: list[dict]) -> None:
+    """Send each of ``answers`` to the survey's submission API; each must be stored (201)."""
+    for one in answers:
+        response = client.post(f"/api/surveys/{slug}/responses", json={"answers": one})
+        assert response.status_code == 201, response.get_json()
 
 
 def survey_row(app, slug: str) -> Survey:

@@ -22,7 +22,7 @@ from survey.domain.results.analysis import NO_ANSWER, week_label
 from survey.platform.extensions import db
 from survey.privacy import association, breakdown, estimate
 
-from .surveys import SMALL_SPEC
+from .surveys import SMALL_SPEC, submit_answers
 
 SLUG = SMALL_SPEC["slug"]
 N = 60
@@ -38,9 +38,7 @@ for i in range(N):
 
 @pytest.fixture
 def answered(client, small_survey):
-    for answers in SUBMISSIONS:
-        response = client.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers})
-        assert response.status_code == 201, response.get_json()
+    submit_answers(client, small_survey, SUBMISSIONS)
     return small_survey
 
 

@@ -6,6 +6,7 @@ from survey.domain.models import User
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
+from .accounts import make_user
 from .live import CHEAP_PASSWORD_HASH
 
 
@@ -76,11 +77,7 @@ def test_production_refuses_a_cheap_password_hash(monkeypatch, tmp_path):
 
 
 def test_login_form_needs_csrf(csrf_app):
-    with csrf_app.app_context():
-        u = User(username="alice")
-        u.set_password("correct horse battery")
-        db.session.add(u)
-        db.session.commit()
+    make_user(csrf_app, "alice", "correct horse battery")
     client = csrf_app.test_client()
     refused = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
     assert refused.status_code == 400

@@ -19,7 +19,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 import survey.domain.responses.tallies as tallies
 import survey.domain.results.analysis as analysis
@@ -53,12 +52,14 @@ from survey.privacy import (
 )
 from survey.privacy.deniability import highest_posterior
 
+from .accounts import make_user, sign_in
+from .databases import statements
 from .live import CHEAP_PASSWORD_HASH
-from .servers import free_port
+from .servers import start_gunicorn
+from .surveys import add_survey, submit_answers
 from .worst import DIRECT, OUTCOME, analysis_answers, full_answers, worst_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-GUNICORN = Path(sys.executable).parent / "gunicorn"
 PASSWORD = "bounded cost password"
 
 
@@ -83,28 +84,8 @@ def _direct(key: str, n: int) -> dict:
 
 @pytest.fixture
 def owner(app):
-    with app.app_context():
-        user = User(username="owner")
-        user.set_password(PASSWORD)
-        db.session.add(user)
-        db.session.commit()
-    client = app.test_client()
-    assert client.post("/auth/login", data={"username": "owner", "password": PASSWORD}).status_code == 302
-    return client
-
-
-def _add(app, spec: dict) -> str:
-    with app.app_context():
-        user = db.session.scalar(select(User).where(User.username == "owner"))
-        survey = create_survey_from_spec(db.session, spec, owner=user)
-        db.session.commit()
-        return survey.slug
-
-
-def _submit(client, slug: str, answers: list[dict]) -> None:
-    for one in answers:
-        response = client.post(f"/api/surveys/{slug}/responses", json={"answers": one})
-        assert response.status_code == 201, response.get_json()
+    make_user(app, "owner", PASSWORD)
+    return sign_in(app, "owner", PASSWORD)
 
 
 class Calls:
@@ -124,23 +105,6 @@ class Calls:
         return len(self.calls)
 
 
-@contextlib.contextmanager
-def statements(app):
-    """Counts the SQL statements sent while the block runs."""
-    sent = [0]
-
-    def count(*_):
-        sent[0] += 1
-
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-
-
 # -- the association -----------------------------------------------------------------------------------
 
 
@@ -148,10 +112,9 @@ def test_an_association_larger_than_the_limit_is_refused_before_anything_is_read
     """Seven options by seven is 49 cells, over the 36 an association estimates: a 422 that says what
     to do instead, from the page, the JSON and the CSV, before the pair tallies are read or anything
     is estimated (the 50 × 50 table of the issue ran for minutes)."""
-    slug = _add(
-        app, {"title": "Pairs", "questions": [_choice("a", 7), _choice("b", 7), _choice("c", 6), _choice("d", 6)]}
-    )
-    _submit(owner, slug, [{"a": 1, "b": 2, "c": 0, "d": 5}, {"a": 3, "b": 3, "c": 2, "d": 2}])
+    pairs = [_choice("a", 7), _choice("b", 7), _choice("c", 6), _choice("d", 6)]
+    slug = add_survey(app, {"title": "Pairs", "questions": pairs}, owner="owner")
+    submit_answers(owner, slug, [{"a": 1, "b": 2, "c": 0, "d": 5}, {"a": 3, "b": 3, "c": 2, "d": 2}])
     read = Calls(monkeypatch, analysis, "pair_counts")
     estimated = Calls(monkeypatch, analysis, "association")
     for path in ("/api/surveys/{}/compare", "/surveys/{}/compare", "/surveys/{}/compare.csv"):
@@ -181,9 +144,9 @@ def covariates(app, owner):
         *(_direct(f"c{j}", MAX_OPTIONS) for j in range(6)),
         {"key": "age", "kind": "number", "text": "age", "minimum": 0, "maximum": 120, "required": False},
     ]
-    slug = _add(app, {"title": "Covariates", "questions": questions})
+    slug = add_survey(app, {"title": "Covariates", "questions": questions}, owner="owner")
     rng = random.Random(3)
-    _submit(
+    submit_answers(
         owner,
         slug,
         [
@@ -227,7 +190,7 @@ def test_a_regression_lists_the_predictions_of_its_busiest_patterns_only(app, ow
 def test_the_builder_refuses_a_question_beyond_the_specs_limit(app, owner):
     """The spec takes at most 200 questions; the builder added a 201st, and more."""
     questions = [{"key": f"q{i}", "kind": "direct", "text": "t", "options": ["a", "b"]} for i in range(MAX_QUESTIONS)]
-    slug = _add(app, {"title": "Full", "status": "draft", "questions": questions})
+    slug = add_survey(app, {"title": "Full", "status": "draft", "questions": questions}, owner="owner")
     form = {"kind": "direct", "text": "One more?", "options": "a\nb"}
     response = owner.post(f"/surveys/{slug}/questions/new", data=form)
     assert response.status_code == 409
@@ -263,7 +226,7 @@ def costly() -> list[dict]:
 
 def test_the_build_page_sums_a_bounded_number_of_terms_and_leaves_the_rest_to_the_page(app, owner, monkeypatch):
     questions = costly()
-    slug = _add(
+    slug = add_survey(
         app,
         {
             "title": "Costly",
@@ -272,6 +235,7 @@ def test_the_build_page_sums_a_bounded_number_of_terms_and_leaves_the_rest_to_th
             "target_margin": MIN_TARGET_MARGIN,
             "questions": questions,
         },
+        owner="owner",
     )
     terms = [0]
     real = planning.binomial_interval
@@ -337,10 +301,10 @@ def worst(tmp_path_factory, sqlite_template):
         small_slug = small.slug
     client = app.test_client()
     rng = random.Random(5)
-    _submit(
+    submit_answers(
         client, "worst", [full_answers(spec, rng) for _ in range(20)] + [analysis_answers(spec, rng) for _ in range(40)]
     )
-    _submit(client, small_slug, [full_answers({"questions": spec["questions"][:10]}, rng) for _ in range(20)])
+    submit_answers(client, small_slug, [full_answers({"questions": spec["questions"][:10]}, rng) for _ in range(20)])
     assert client.post("/auth/login", data={"username": "owner", "password": PASSWORD}).status_code == 302
     yield app, client
     with app.app_context():
@@ -361,7 +325,7 @@ def test_the_results_page_estimates_and_shows_one_page_of_questions(worst, monke
     assert 'aria-label="Pages of questions (top)"' in page and "of 200." in page
     with statements(app) as small:
         client.get("/surveys/small/results")
-    assert sent[0] == small[0]
+    assert len(sent) == len(small)
     # a test asked of a question on another page opens that page
     test = client.get("/surveys/worst/results?test=r150&threshold=10").get_data(as_text=True)
     assert 'id="q-r150"' in test and "Anytime-valid p" in test
@@ -376,7 +340,7 @@ def test_the_build_page_of_the_worst_draft_is_a_page_not_megabytes(worst):
     assert "and 38 more" in text  # twelve options of fifty shown per question
     with statements(app) as small:
         client.get("/surveys/small/build")
-    assert sent[0] == small[0]
+    assert len(sent) == len(small)
 
 
 #: Downloads hold the data itself (the codebook every matrix, the microdata every answer): their size
@@ -422,7 +386,7 @@ def test_no_page_sends_a_statement_per_question(worst):
             with statements(app) as sent:
                 response = client.get(path, query_string=QUERIES.get(rule.endpoint, {}))
             assert response.status_code < 500, rule.endpoint
-            counts.append(sent[0])
+            counts.append(len(sent))
             sizes.append(len(response.data))
         assert counts[1] <= counts[0], f"{rule.endpoint}: {counts[1]} statements for 200 questions, {counts[0]} for 10"
         if rule.endpoint not in DOWNLOADS:
@@ -558,43 +522,13 @@ def served_worst(tmp_path):
         db.session.commit()
         client = app.test_client()
         rng = random.Random(8)
-        _submit(client, "worst", [full_answers(spec, rng)] + [analysis_answers(spec, rng) for _ in range(339)])
+        submit_answers(client, "worst", [full_answers(spec, rng)] + [analysis_answers(spec, rng) for _ in range(339)])
         db.engine.dispose()
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": "bounded-cost-test-" + "x" * 40,
-        "BIND": f"127.0.0.1:{port}",
-        # as many workers as the attack sends requests at once, one request each: the attack holds every
-        # one of them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each)
-        "WEB_CONCURRENCY": "3",
-        "WEB_THREADS": "1",
-    }
-    env.pop("SURVEY_ENV", None)  # the entry point's own default: production
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(GUNICORN), "-c", "python:survey.platform.gunicorn_conf", "survey.platform.wsgi:app"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError, AssertionError):
-                _health_latency(port)
-                break
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "gunicorn did not become healthy"
-            time.sleep(0.2)
+    # as many workers as the attack sends requests at once, one request each: the attack holds every one of
+    # them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each); killed at the end,
+    # the master and its workers, mid-request or not
+    with start_gunicorn(url, tmp_path / "gunicorn.log", kill=True, WEB_CONCURRENCY="3", WEB_THREADS="1") as port:
         yield port
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)  # the master and its workers, mid-request or not
-        process.wait(timeout=30)
 
 
 ATTACKS = {

@@ -37,9 +37,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import INSECURE_HOST, PHONE, live_site
-from .pages import DEMO, axe_violations, reference_report, session_cookie_payload, sign_in
-
-STORAGE_KEY = "private-survey.secret"
+from .pages import DEMO, STORAGE_KEY, axe_violations, reference_report, session_cookie_payload, sign_in, tick_answers
 
 MORE_DESIGNS = {
     "title": "More designs",
@@ -109,13 +107,6 @@ def answer_demo(page, truth: dict[str, int]) -> None:
             page.click(f"label[for='{key}-{code}']")
 
 
-def set_answers(page, truth: dict[str, int]) -> None:
-    """Tick the answers at once, for many submissions (a person's clicks: the first test below)."""
-    page.evaluate(
-        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
-    )
-
-
 TRUTH = {"cannabis": 0, "cheating": 1, "drink_driving": 0, "harassment": 0, "sedatives": 4, "age_group": 2}
 
 
@@ -167,7 +158,7 @@ def submit_demo(page, base: str, truth: dict[str, int], navigate: bool = True) -
     page.on("request", on_request)
     if navigate:
         page.goto(f"{base}/s/health-and-habits")
-    set_answers(page, truth)
+    tick_answers(page, truth)
     with page.expect_navigation():
         page.click("#submit-button")
     page.remove_listener("request", on_request)
@@ -236,7 +227,7 @@ def test_a_new_browser_draws_its_secret_from_crypto(live_server, browser):
     context.add_init_script(SPY_ON_CRYPTO)
     page = context.new_page()
     page.goto(f"{base}/s/health-and-habits")
-    set_answers(page, TRUTH)
+    tick_answers(page, TRUTH)
     page.evaluate("SurveyMemo.browserKey()")  # made on first use, as the submit button does
     draws = page.evaluate("window.__draws")
     secret = stored_secret(page)
@@ -714,7 +705,7 @@ def test_a_number_outside_its_range_is_marked_before_anything_is_sent(live_serve
     page = context.new_page()
     requests = watch(page)
     page.goto(f"{base}/s/health-and-habits")
-    set_answers(page, TRUTH)
+    tick_answers(page, TRUTH)
     number = page.locator("#weekly_drinks-number")
     assert number.get_attribute("inputmode") == "numeric"
     number.fill("71")

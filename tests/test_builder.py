@@ -33,7 +33,7 @@ from survey.privacy import (
 )
 from survey.privacy.designs import DESIGNS, Design, Parameter
 
-from .accounts import sign_in
+from .accounts import make_user, sign_in
 from .builder import CHOICE, add, control, field_error, new_draft, snapshot
 
 YES_NO = {
@@ -126,16 +126,6 @@ class FormValues(HTMLParser):
 @pytest.fixture
 def draft(app, signed_in) -> str:
     return new_draft(signed_in)
-
-
-@pytest.fixture
-def bob(app) -> int:
-    with app.app_context():
-        user = User(username="bob")
-        user.set_password("another horse battery")
-        db.session.add(user)
-        db.session.commit()
-        return user.id
 
 
 # -- creating a draft --------------------------------------------------------------------------------
@@ -783,7 +773,7 @@ def test_users_without_the_edit_right_get_404_everywhere(app, client, small_surv
             db.session.add(Membership(survey=survey, user_id=bob, role=role))
             db.session.commit()
     before = snapshot(app, small_survey)
-    sign_in(client, "bob", "another horse battery")
+    sign_in(client, "bob")
     for method, path in ROUTES:
         assert _request(client, method, small_survey, path).status_code == 404, (method, path)
     assert client.get(f"/surveys/{small_survey}/results").status_code == (200 if role else 404)
@@ -795,7 +785,7 @@ def test_a_co_organizer_may_build(app, client, small_survey, bob):
         survey = db.session.scalar(select(Survey).where(Survey.slug == small_survey))
         db.session.add(Membership(survey=survey, user_id=bob, role="organizer"))
         db.session.commit()
-    sign_in(client, "bob", "another horse battery")
+    sign_in(client, "bob")
     assert client.get(f"/surveys/{small_survey}/build").status_code == 200
 
 
@@ -811,11 +801,7 @@ def test_anonymous_visitors_are_sent_to_sign_in_and_the_api_answers_401(client, 
 
 
 def test_builder_forms_need_a_csrf_token(csrf_app):
-    with csrf_app.app_context():
-        user = User(username="carol")
-        user.set_password("a long enough password")
-        db.session.add(user)
-        db.session.commit()
+    make_user(csrf_app, "carol", "a long enough password")
     client = csrf_app.test_client()
 
     def token(url: str) -> str:

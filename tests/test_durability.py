@@ -34,7 +34,7 @@ from survey.privacy import estimate
 
 from .databases import BACKENDS, make_config, own_database, pg_url
 from .live import serve
-from .servers import free_port, post
+from .servers import free_port, post, served_small_survey
 from .surveys import GOOD, SMALL_SPEC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,15 +164,7 @@ def test_sigkill_under_load_loses_no_acknowledged_submission(database_url):
 
 @pytest.fixture(params=BACKENDS)
 def live(request, tmp_path):
-    app = create_app(make_config(request.param, tmp_path, request))
-    with app.app_context():
-        create_survey_from_spec(db.session, SMALL_SPEC)
-        db.session.commit()
-    with serve(app) as port:
-        yield app, port
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
+    yield from served_small_survey(request, tmp_path)
 
 
 def test_closing_while_submissions_arrive(live):

@@ -22,7 +22,7 @@ from survey.domain.surveys.specs import YES_NO_LABELS
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 from survey.platform.extensions import db
 
-from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS
+from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS, submit_answers
 
 RSCRIPT = shutil.which("Rscript")
 needs_r = pytest.mark.skipif(RSCRIPT is None, reason="R is not installed (make test installs it)")
@@ -32,9 +32,7 @@ KINDS = {q["key"]: q["kind"] for q in SMALL_SPEC["questions"]}
 
 @pytest.fixture
 def answered(client, small_survey):
-    for answers in SUBMISSIONS:
-        response = client.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers})
-        assert response.status_code == 201, response.get_json()
+    submit_answers(client, small_survey, SUBMISSIONS)
     return small_survey
 
 

@@ -46,13 +46,14 @@ from survey.domain.results.csvfile import neutralize
 from survey.domain.results.exports import ESTIMATE_COLUMNS, MICRODATA_FIXED_COLUMNS
 from survey.domain.results.rscript import _r_string
 from survey.domain.surveys.preview import preview
-from survey.domain.surveys.specs import MAX_OPTIONS, create_survey_from_spec
+from survey.domain.surveys.specs import MAX_OPTIONS
 from survey.domain.surveys.variable_names import NAME_LIMIT, is_reserved, is_valid_name, variable_names
 from survey.platform.extensions import db
 from survey.privacy.designs import DESIGNS
 from survey.web.ids import MAX_ID, IdField
 
 from .builder import CHOICE, add, field_error, new_draft, snapshot
+from .surveys import add_survey, submit_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 RSCRIPT = shutil.which("Rscript")
@@ -93,23 +94,6 @@ def _download(client, path: str) -> bytes:
     body = response.get_data()
     response.close()
     return body
-
-
-def _owner(app) -> User:
-    return db.session.scalar(select(User).where(User.username == "alice"))
-
-
-def _add_survey(app, spec: dict) -> str:
-    with app.app_context():
-        survey = create_survey_from_spec(db.session, spec, owner=_owner(app))
-        db.session.commit()
-        return survey.slug
-
-
-def _post_answers(client, slug: str, answers: list[dict]) -> None:
-    for sent in answers:
-        response = client.post(f"/api/surveys/{slug}/responses", json={"answers": sent})
-        assert response.status_code == 201, response.get_json()
 
 
 # -- the R script is data, in every encoding R may read it in --------------------------------------
@@ -198,9 +182,9 @@ def hostile(app, signed_in, tmp_path):
     sentinel = tmp_path / "ran-code-from-a-label"
     surveys = []
     for spec in _hostile_specs(sentinel):
-        slug = _add_survey(app, spec)
+        slug = add_survey(app, spec)
         answers = _hostile_answers(len(spec["questions"][0]["options"]))
-        _post_answers(signed_in, slug, answers)
+        submit_answers(signed_in, slug, answers)
         files = {}
         for name, url in (
             ("script", f"/surveys/{slug}/estimates.R"),
@@ -416,9 +400,9 @@ def test_reserved_words_and_long_keys_round_trip_through_every_export(app, signe
     """Every download, read as docs/exports.md says (R and pyreadstat): the same valid name for a
     question in each, its values in its column, its labels with it; the Stata file downloads (it was a
     500) and the R script counts every answer (it reported n = 0 for ``in`` and ``next``)."""
-    slug = _add_survey(app, NAMING_SPEC)
+    slug = add_survey(app, NAMING_SPEC)
     answers = _naming_answers()
-    _post_answers(signed_in, slug, answers)
+    submit_answers(signed_in, slug, answers)
     expected = _expected_cells(answers)
     names = list(NAMING_KEYS.values())
     header = [*MICRODATA_FIXED_COLUMNS, *names]
@@ -487,7 +471,7 @@ def test_reserved_words_and_long_keys_round_trip_through_every_export(app, signe
 
 @needs_r
 def test_the_r_script_says_which_column_is_missing_rather_than_counting_nothing(app, signed_in, tmp_path):
-    slug = _add_survey(app, NAMING_SPEC)
+    slug = add_survey(app, NAMING_SPEC)
     script = tmp_path / "script.R"
     script.write_bytes(_download(signed_in, f"/surveys/{slug}/estimates.R"))
     wrong = tmp_path / "other-survey.csv"
@@ -509,8 +493,8 @@ def _docs_snippet(language: str, after: str) -> str:
 def test_the_docs_snippets_reestimate_renamed_questions(app, signed_in, tmp_path):
     """The Python and R code of docs/exports.md ("Re-estimating"), run as printed on a survey whose
     keys had to be renamed, give the estimates file's numbers."""
-    slug = _add_survey(app, NAMING_SPEC)
-    _post_answers(signed_in, slug, _naming_answers())
+    slug = add_survey(app, NAMING_SPEC)
+    submit_answers(signed_in, slug, _naming_answers())
     book = tmp_path / "codebook.json"
     book.write_bytes(_download(signed_in, f"/surveys/{slug}/codebook.json"))
     micro = tmp_path / "responses.csv"
@@ -556,8 +540,8 @@ def test_the_dta_is_the_format_the_docs_name_and_r_reads_it_as_they_say(app, sig
     promised = re.search(r"`<slug>-responses\.dta` \(Stata[^)]*format (\d+)\)", docs)
     assert promised, "docs/exports.md names the .dta format"
     assert 'haven::read_dta("<slug>-responses.dta")' in docs
-    slug = _add_survey(app, NAMING_SPEC)
-    _post_answers(signed_in, slug, _naming_answers()[:5])
+    slug = add_survey(app, NAMING_SPEC)
+    submit_answers(signed_in, slug, _naming_answers()[:5])
     path = tmp_path / "responses.dta"
     path.write_bytes(_download(signed_in, f"/surveys/{slug}/responses.dta"))
     release = re.match(rb"<stata_dta><header><release>(\d+)</release>", path.read_bytes())

@@ -16,15 +16,12 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from survey import create_app
 from survey.domain.models import Answer, HeldSubmission, RespondentCode, Submission, Survey
 from survey.domain.responses.codes import generate_codes
-from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .databases import BACKENDS, make_config
-from .live import serve
-from .surveys import SMALL_SPEC
+from .databases import BACKENDS
+from .servers import served_small_survey
 
 CLIENTS = 8
 ROUNDS = 4
@@ -35,15 +32,7 @@ PATH = "/api/surveys/small-test/responses"
 @pytest.fixture(params=BACKENDS)
 def live(request, tmp_path):
     """The app served on 127.0.0.1 at a free port, with an invitation-only survey; yields (app, port)."""
-    app = create_app(make_config(request.param, tmp_path, request))
-    with app.app_context():
-        create_survey_from_spec(db.session, {**SMALL_SPEC, "access": "invitation"})
-        db.session.commit()
-    with serve(app) as port:
-        yield app, port
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
+    yield from served_small_survey(request, tmp_path, access="invitation")
 
 
 def new_codes(app, n: int) -> list[str]:

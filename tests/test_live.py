@@ -13,25 +13,21 @@ import numpy as np
 import pytest
 from sqlalchemy import select, update
 
-from survey.domain.models import Submission, Survey, User
+from survey.domain.models import Submission, Survey
 from survey.domain.responses.tallies import rebuild_tallies, survey_counts
 from survey.domain.results.live import live_status, timeline
-from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, anytime_test, confidence_sequence, estimate
 from survey.privacy.sequences import log_mixture_martingale
 
-from .surveys import LIVE_SPEC
+from .surveys import LIVE_SPEC, add_survey
 
 DESIGN = CoinFlip(0.75, 0.5)
 
 
 @pytest.fixture
 def live_survey(app, user):
-    with app.app_context():
-        create_survey_from_spec(db.session, LIVE_SPEC, owner=db.session.get(User, user))
-        db.session.commit()
-    return "live"
+    return add_survey(app, LIVE_SPEC)
 
 
 def _survey():

@@ -6,10 +6,8 @@ import http.client
 import json
 import logging
 import re
-import threading
 
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.domain.models import Survey
@@ -18,18 +16,8 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .surveys import SMALL_SPEC
-
-ANSWERS = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
-
-
-class Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+from .live import log_lines, serve
+from .surveys import GOOD, SMALL_SPEC
 
 
 def test_a_real_submission_leaves_nothing_identifying_in_the_logs(tmp_path):
@@ -41,35 +29,22 @@ def test_a_real_submission_leaves_nothing_identifying_in_the_logs(tmp_path):
         code = generate_codes(db.session, db.session.scalar(select(Survey)), 1)[0]
         slug = survey.slug
         db.session.commit()
-    capture = Capture()
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(capture)
-    root.setLevel(logging.DEBUG)
     logging.getLogger("werkzeug").setLevel(logging.DEBUG)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with log_lines("", logging.DEBUG) as lines, serve(app) as port:
         agent = {"User-Agent": "Secret-Agent/7.1 (respondent device)"}
-        conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         conn.request("GET", f"/s/{slug}?code={code}", headers=agent)
         assert conn.getresponse().read() and True
         conn.request(
             "POST",
             f"/api/surveys/{slug}/responses",
-            json.dumps({"answers": ANSWERS, "invitation": code}),
+            json.dumps({"answers": GOOD, "invitation": code}),
             {"Content-Type": "application/json", **agent},
         )
         response = conn.getresponse()
         assert response.status == 201, response.read()
         conn.close()
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
-        root.removeHandler(capture)
-        root.setLevel(old_level)
-    text = "\n".join(capture.lines)
+    text = "\n".join(lines)
     assert "/responses" in text and "201" in text  # the request was logged ...
     assert "127.0.0.1" not in text  # ... without the address,
     assert code not in text and "code=" not in text  # the invitation code,

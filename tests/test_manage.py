@@ -66,16 +66,6 @@ def draft_spec(**changes) -> dict:
     return {**SMALL_SPEC, "slug": "draft-test", "title": "Draft test", "status": "draft", **changes}
 
 
-@pytest.fixture
-def bob(app, user):
-    return make_user(app, "bob")
-
-
-@pytest.fixture
-def carol(app, user):
-    return make_user(app, "carol")
-
-
 # -- the management page and the lifecycle ---------------------------------------------------------
 
 
@@ -387,11 +377,7 @@ def test_import_needs_exactly_one_readable_document(app, signed_in, data, upload
 
 
 def test_import_checks_the_csrf_token(csrf_app):
-    with csrf_app.app_context():
-        user = User(username="alice")
-        user.set_password(PASSWORD)
-        db.session.add(user)
-        db.session.commit()
+    make_user(csrf_app, "alice")
     client = csrf_app.test_client()
     token = re.search(r'name="csrf_token"[^>]* value="([^"]+)"', text(client.get("/auth/login"))).group(1)
     login = {"csrf_token": token, "username": "alice", "password": PASSWORD}

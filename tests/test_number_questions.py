@@ -15,13 +15,15 @@ from scipy import stats
 from sqlalchemy import func, select
 
 from survey.domain.errors import DomainError
-from survey.domain.models import Answer, AnswerTally, Submission, Survey, User
+from survey.domain.models import Answer, AnswerTally, Submission, Survey
 from survey.domain.responses.tallies import number_results, rebuild_tallies, tally_mismatches
 from survey.domain.results.analysis import compare, regression
 from survey.domain.results.numbers import summarize
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, rr_logistic
+
+from .surveys import add_survey
 
 SPEC = {
     "title": "Ages",
@@ -41,10 +43,7 @@ SPEC = {
 
 @pytest.fixture
 def ages(app, user):
-    with app.app_context():
-        create_survey_from_spec(db.session, SPEC, owner=db.session.get(User, user))
-        db.session.commit()
-    return "ages"
+    return add_survey(app, SPEC)
 
 
 def _post(client, answers):

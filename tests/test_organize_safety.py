@@ -13,7 +13,7 @@ from html import unescape
 import pytest
 from sqlalchemy import func, select
 
-from survey.domain.models import Answer, HeldSubmission, Membership, Question, RespondentCode, Submission, Survey, User
+from survey.domain.models import Answer, HeldSubmission, Membership, Question, RespondentCode, Submission, Survey
 from survey.platform.extensions import db
 
 from .accounts import make_user, sign_in
@@ -143,16 +143,9 @@ def test_deleting_a_question_is_confirmed_first(app, signed_in):
 
 
 def test_confirmation_posts_need_their_csrf_token(csrf_app):
-    with csrf_app.app_context():
-        user = User(username="alice")
-        user.set_password("correct horse battery")
-        db.session.add(user)
-        db.session.commit()
-        from survey.domain.surveys.specs import create_survey_from_spec
-
-        create_survey_from_spec(db.session, SMALL_SPEC, owner=user)
-        create_survey_from_spec(db.session, DRAFT, owner=user)
-        db.session.commit()
+    make_user(csrf_app, "alice", "correct horse battery")
+    add_survey(csrf_app, SMALL_SPEC)
+    add_survey(csrf_app, DRAFT)
     client = csrf_app.test_client()
     page = text(client.get("/auth/login"))
     token = re.search(r'name="csrf_token"[^>]* value="([^"]+)"', page).group(1)

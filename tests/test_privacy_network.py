@@ -19,13 +19,10 @@ The privacy page (``/s/<slug>/privacy``) is checked here too, over HTTP.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import random
 import re
-import struct
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,10 +37,10 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
-from .live import live_site
-from .surveys import SMALL_SPEC
+from .live import live_site, log_lines
+from .pages import STORAGE_KEY, reference_report, tick_answers
+from .surveys import SMALL_SPEC, add_survey
 
-STORAGE_KEY = "private-survey.secret"
 SUBMISSIONS_PER_MODE = 30
 
 QUESTIONS = [
@@ -119,15 +116,6 @@ class Run:
     unused_codes: list[str]
 
 
-class Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, browser):
     made: dict = {}
@@ -145,25 +133,16 @@ def run(tmp_path_factory, browser):
 
     with live_site(tmp_path_factory.mktemp("network"), "network-tests", setup) as (app, base):
         codes, options = made["codes"], made["options"]
-        # every line the request log writes while the browsers answer, as it would reach a log file
-        collect = Collect()
-        werkzeug_log = logging.getLogger("werkzeug")
-        old_level = werkzeug_log.level
-        werkzeug_log.setLevel(logging.INFO)
-        werkzeug_log.addHandler(collect)
-
         picker = random.Random(20260)
         sent: list[Sent] = []
-        try:
+        # every line the request log writes while the browsers answer, as it would reach a log file
+        with log_lines("werkzeug", logging.INFO) as lines:
             for mode, slug in MODES.items():
                 for i in range(SUBMISSIONS_PER_MODE):
                     truth = {key: picker.randrange(k) for key, k in options.items()}
                     code = codes[i] if mode == "invitation" else None
                     sent.append(submit(browser, base, slug, truth, code, mode))
-        finally:
-            werkzeug_log.removeHandler(collect)
-            werkzeug_log.setLevel(old_level)
-        yield Run(app, base, sent, options, made["matrices"], collect.lines, codes[SUBMISSIONS_PER_MODE:])
+        yield Run(app, base, sent, options, made["matrices"], lines, codes[SUBMISSIONS_PER_MODE:])
 
 
 def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | None, mode: str) -> Sent:
@@ -177,9 +156,7 @@ def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | Non
     note = page.locator("#memo-on, #memo-off, #keeps-nothing").locator("visible=true")
     note.wait_for()
     note = note.get_attribute("id")
-    page.evaluate(
-        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
-    )
+    tick_answers(page, truth)
     with page.expect_navigation():
         page.click("#submit-button")
     assert page.url == f"{base}/s/{slug}/thanks", page.text_content("main")
@@ -253,20 +230,6 @@ def test_only_the_token_the_code_and_reported_values_are_posted(run):
             assert request["method"] == "GET" or request is post
 
 
-def reference_report(secret_hex: str, slug: str, key: str, true_code: int, column: np.ndarray) -> int:
-    """What static/js/respond/memo.js must send, computed independently: HMAC-SHA256 of the slug, key
-    and true answer under the browser's secret → a 53-bit uniform → the inverse of the column's CDF."""
-    mac = hmac.new(bytes.fromhex(secret_hex), f"{slug}\n{key}\n{true_code}".encode(), hashlib.sha256).digest()
-    high, low = struct.unpack(">II", mac[:8])
-    u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
-    cumulative = 0.0
-    for reported, p in enumerate(column.tolist()):
-        cumulative += p
-        if u < cumulative:
-            return reported
-    return max(r for r, p in enumerate(column.tolist()) if p > 0)
-
-
 def test_each_report_is_the_one_the_browsers_secret_gives(run):
     """By link, every report, of every question and browser, is the HMAC reference's for that
     browser's secret.
@@ -283,7 +246,7 @@ def test_each_report_is_the_one_the_browsers_secret_gives(run):
         assert s.note == "memo-on"
         slug = MODES[s.mode]
         for key, matrix in run.matrices.items():
-            expected = reference_report(s.secret, slug, key, s.truth[key], matrix[:, s.truth[key]])
+            expected = reference_report(s.secret, slug, key, s.truth[key], matrix[:, s.truth[key]].tolist())
             assert int(s.posted[f"q_{key}"]) == expected, f"{key}: {s.posted[f'q_{key}']} is not the memoized report"
 
 
@@ -398,17 +361,8 @@ def test_the_request_log_keeps_no_address_no_time_and_no_invitation_code(run):
 # ---- the privacy page, over HTTP ----
 
 
-def _make(app, spec: dict, **changes) -> str:
-    with app.app_context():
-        survey = create_survey_from_spec(db.session, spec)
-        for name, value in changes.items():
-            setattr(survey, name, value)
-        db.session.commit()
-        return survey.slug
-
-
 def test_privacy_page_says_what_is_and_is_not_protected(app, client):
-    slug = _make(app, SMALL_SPEC)
+    slug = add_survey(app, SMALL_SPEC, owner=None)
     response = client.get(f"/s/{slug}/privacy")
     assert response.status_code == 200
     assert "script-src 'self'" in response.headers["Content-Security-Policy"]
@@ -439,7 +393,7 @@ def test_privacy_page_says_what_is_and_is_not_protected(app, client):
 def test_privacy_page_of_a_survey_by_invitation_names_none_of_its_questions_without_a_code(app, client):
     """It used to name them by number ("Question 1") with their keys in its markup; now it shows nothing of
     them without a valid code (tests/test_respondent_privacy.py tries every channel)."""
-    slug = _make(app, SMALL_SPEC, access="invitation")
+    slug = add_survey(app, SMALL_SPEC, access="invitation", owner=None)
     html = client.get(f"/s/{slug}/privacy").get_data(as_text=True)  # no code is needed to read it
     assert "Question 1" not in html and "data-question" not in html
     for q in SMALL_SPEC["questions"]:
@@ -449,16 +403,16 @@ def test_privacy_page_of_a_survey_by_invitation_names_none_of_its_questions_with
 
 def test_privacy_page_follows_the_survey_page_404_rules(app, client):
     assert client.get("/s/no-such-survey/privacy").status_code == 404
-    draft = _make(app, {**SMALL_SPEC, "slug": "a-draft", "status": "draft"})
+    draft = add_survey(app, {**SMALL_SPEC, "slug": "a-draft", "status": "draft"}, owner=None)
     assert client.get(f"/s/{draft}/privacy").status_code == 404
-    closed = _make(app, {**SMALL_SPEC, "slug": "a-closed-one", "status": "closed"})
+    closed = add_survey(app, {**SMALL_SPEC, "slug": "a-closed-one", "status": "closed"}, owner=None)
     assert client.get(f"/s/{closed}/privacy").status_code == 200
 
 
 def test_every_respondent_page_links_to_the_privacy_page(app, client):
-    link = _make(app, SMALL_SPEC)
-    by_code = _make(app, {**SMALL_SPEC, "slug": "by-code"}, access="invitation")
-    closed = _make(app, {**SMALL_SPEC, "slug": "closed-one", "status": "closed"})
+    link = add_survey(app, SMALL_SPEC, owner=None)
+    by_code = add_survey(app, {**SMALL_SPEC, "slug": "by-code"}, access="invitation", owner=None)
+    closed = add_survey(app, {**SMALL_SPEC, "slug": "closed-one", "status": "closed"}, owner=None)
     pages = [
         f"/s/{link}",
         f"/s/{link}/thanks",

@@ -18,7 +18,6 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from survey import create_app
 from survey.domain.models import HeldSubmission, Submission, SubmissionReceipt, Survey
 from survey.domain.responses import receipts
 from survey.domain.responses.codes import generate_codes
@@ -26,8 +25,8 @@ from survey.domain.surveys.lifecycle import close
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
-from .databases import BACKENDS, make_config, statements
-from .live import serve
+from .databases import BACKENDS, statements
+from .servers import served_small_survey
 from .surveys import SMALL_SPEC
 
 GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
@@ -171,13 +170,7 @@ def test_a_keyed_submission_still_costs_one_statement_on_postgresql(app, client)
 
 @pytest.fixture(params=BACKENDS)
 def live(request, tmp_path):
-    app = create_app(make_config(request.param, tmp_path, request))
-    add_survey(app)
-    with serve(app) as port:
-        yield app, port
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
+    yield from served_small_survey(request, tmp_path)
 
 
 def post(port: int, body: bytes) -> tuple[int, dict]:

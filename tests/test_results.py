@@ -26,7 +26,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.privacy import Mechanism, estimate, mechanism_from_dict
 
-from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS, N
+from .surveys import KEYS, SMALL_SPEC, SUBMISSIONS, N, submit_answers
 
 SLUG = SMALL_SPEC["slug"]
 PAGES = ("results", "estimates.csv", "responses.csv", "codebook.json")
@@ -44,9 +44,7 @@ def _expected_counts() -> dict[str, np.ndarray]:
 
 @pytest.fixture
 def answered(client, small_survey):
-    for answers in SUBMISSIONS:
-        response = client.post(f"/api/surveys/{small_survey}/responses", json={"answers": answers})
-        assert response.status_code == 201, response.get_json()
+    submit_answers(client, small_survey, SUBMISSIONS)
     return small_survey
 
 

@@ -16,17 +16,14 @@ import csv
 import http.client
 import io
 import json
-import logging
 import os
 import re
 import socket
 import stat
-import threading
 from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, select, update
-from werkzeug.serving import make_server
 
 from survey import create_app
 from survey.domain.errors import DomainError
@@ -36,21 +33,12 @@ from survey.domain.surveys.specs import create_survey_from_spec, parse_planning
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .accounts import PASSWORD, make_user, sign_in
+from .accounts import PASSWORD, sign_in
+from .live import log_lines, serve
 from .surveys import FORM, GOOD, SMALL_SPEC, add_survey, stored, text
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-@pytest.fixture
-def bob(app, user):
-    return make_user(app, "bob")
-
-
-@pytest.fixture
-def carol(app, user):
-    return make_user(app, "carol")
 
 
 # -- 1. formula injection in CSV downloads ---------------------------------------------------------
@@ -309,15 +297,6 @@ def test_the_server_keeps_a_hash_of_the_session_token_and_a_date_only(app, signe
 # -- 4. no invitation code in the development server's log, coloured or not ------------------------
 
 
-class Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 def raw_request(port: int, request_line: bytes) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(request_line + b"\r\nHost: 127.0.0.1\r\n\r\n")
@@ -335,16 +314,8 @@ def test_refused_coded_requests_leave_no_code_in_a_coloured_werkzeug_log(tmp_pat
         db.session.flush()
         used, fresh = generate_codes(db.session, survey, 2)
         db.session.commit()
-    capture = Capture()
-    logger = logging.getLogger("werkzeug")
-    old_level = logger.level
-    logger.addHandler(capture)
-    logger.setLevel(logging.DEBUG)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=5)
+    with log_lines("werkzeug") as lines, serve(app) as port:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         conn.request(
             "POST",
             "/api/surveys/small-test/responses",
@@ -366,15 +337,10 @@ def test_refused_coded_requests_leave_no_code_in_a_coloured_werkzeug_log(tmp_pat
             statuses.append(response.status)
         conn.close()
         assert statuses == [403, 200, 405, 405, 404]
-        raw_request(server.server_port, f"GET /s/small-test?code={fresh} HTTP/2.0".encode())
-        raw_request(server.server_port, f"GET http://127.0.0.1/s/small-test?code={fresh} HTTP/1.1".encode())
-        raw_request(server.server_port, f"BREW /s/small-test?code={fresh} HTTP/1.1 extra".encode())
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
-        logger.removeHandler(capture)
-        logger.setLevel(old_level)
-    log = "\n".join(capture.lines)
+        raw_request(port, f"GET /s/small-test?code={fresh} HTTP/2.0".encode())
+        raw_request(port, f"GET http://127.0.0.1/s/small-test?code={fresh} HTTP/1.1".encode())
+        raw_request(port, f"BREW /s/small-test?code={fresh} HTTP/1.1 extra".encode())
+    log = "\n".join(lines)
     assert "/s/small-test" in log and "403" in log and "405" in log  # the requests were logged ...
     assert "\x1b[" not in log  # ... without colour codes,
     for code in (used, fresh):

@@ -46,14 +46,13 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import live_site
-from .pages import axe_violations, reference_report, session_cookie_payload
+from .pages import STORAGE_KEY, axe_violations, inverse_cdf, reference_report, session_cookie_payload, tick_answers
 
 RESPONDENTS = 20
 #: Significance of each question's goodness-of-fit test. The words are seeded, so the outcome is
 #: fixed; a correct sampler fails it for a fraction α of seeds per question. The seed was set once.
 ALPHA = 0.001
 SEED = 20_260_417
-STORAGE_KEY = "private-survey.secret"
 
 QUESTIONS = [
     {
@@ -141,27 +140,10 @@ NOTHING_ANSWERED = """() => ({
 })"""
 
 
-def inverse_cdf(column: list[float], high: int, low: int) -> int:
-    """The report SurveyRandomizer.sample draws from two 32-bit words (its 53-bit uniform, then the CDF)."""
-    u = ((high >> 5) * 2**26 + (low >> 6)) / 2**53
-    cumulative = 0.0
-    for reported, p in enumerate(column):
-        cumulative += p
-        if u < cumulative:
-            return reported
-    return max(r for r, p in enumerate(column) if p > 0)
-
-
 def randomized_columns(page) -> list[tuple[str, list[list[float]]]]:
     """The page's randomized questions in page order, each with its matrix's columns."""
     return page.eval_on_selector_all(
         "fieldset[data-randomized]", "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])"
-    )
-
-
-def tick(page, truth: dict[str, int]) -> None:
-    page.evaluate(
-        "t => Object.entries(t).forEach(([k, c]) => { document.getElementById(k + '-' + c).checked = true; })", truth
     )
 
 
@@ -176,7 +158,7 @@ def send(page, truth: dict[str, int], words: list[int] | None = None) -> dict[st
 
     if words is not None:
         page.evaluate(SEEDED, words)
-    tick(page, truth)
+    tick_answers(page, truth)
     page.on("request", on_request)
     with page.expect_navigation():
         page.click("#submit-button")
@@ -306,7 +288,7 @@ def test_a_person_who_leaves_without_sending_can_clear_the_page(live_server, con
     _, base, _ = live_server
     page = context.new_page()
     page.goto(f"{base}/s/lab-computer")
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     page.click("#clear-answers")
     assert page.evaluate(NOTHING_ANSWERED) == {"checked": 0, "typed": 0, "reported": 0, "key": ""}
 
@@ -336,7 +318,7 @@ def test_a_lost_answer_keeps_the_page_and_a_retry_sends_the_same_body(live_serve
             route.continue_()
 
     page.route(f"{base}/s/{slug}", handle)
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     page.click("#submit-button")
     status = page.locator("#form-status")
     expect(status).to_contain_text("Sending again is safe")
@@ -377,7 +359,7 @@ def test_the_page_goes_where_the_servers_answer_to_a_resend_leads(live_server, c
             route.continue_()
 
     page.route(f"{base}/s/retry-own", handle)
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     with page.expect_navigation():
         page.click("#submit-button")
     assert page.url == f"{base}/s/retry-own/thanks?again=1"
@@ -402,10 +384,10 @@ def test_a_retry_with_a_changed_answer_draws_again_for_that_answer_only(live_ser
             route.continue_()
 
     page.route(f"{base}/s/retry-shared", handle)
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     page.click("#submit-button")
     expect(page.locator("#form-status")).to_contain_text("Sending again is safe")
-    tick(page, {"five": 1, "group": 0})  # two answers changed, one of them randomized
+    tick_answers(page, {"five": 1, "group": 0})  # two answers changed, one of them randomized
     with page.expect_navigation():
         page.click("#submit-button")
     first, retry = bodies
@@ -430,7 +412,7 @@ def test_a_refusal_shows_the_servers_reason_and_keeps_the_page(live_server, cont
     app, base, _ = live_server
     page = context.new_page()
     page.goto(f"{base}/s/closes-meanwhile")
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == "closes-meanwhile"))
         survey.status = "closed"
@@ -483,7 +465,7 @@ def test_the_new_states_are_accessible_and_run_under_the_content_security_policy
     )
     page.goto(f"{base}/s/lab-computer")
     check()
-    tick(page, TRUTH)
+    tick_answers(page, TRUTH)
     page.click("#submit-button")
     expect(page.locator("#form-status")).to_contain_text("Sending again is safe")
     check()

@@ -23,7 +23,7 @@ from survey.domain.accounts.account_links import LIFETIMES, now
 from survey.domain.models import AccountLink, LoginSession, Membership, Survey, User
 from survey.platform.extensions import db
 
-from .accounts import make_user, sign_in
+from .accounts import make_admin, make_user, sign_in
 from .databases import limited_app
 from .smtp import LINK, smtp_server
 
@@ -71,15 +71,6 @@ def allow_invitations(app, allowed: bool = True) -> None:
     with app.app_context():
         set_members_invite_accounts(db.session, allowed)
         db.session.commit()
-
-
-def make_admin(app, name: str, password: str = OWNER_PASSWORD, email: str | None = None) -> int:
-    with app.app_context():
-        user = User(username=name, is_admin=True, email=email)
-        user.set_password(password)
-        db.session.add(user)
-        db.session.commit()
-        return user.id
 
 
 # -- invitations from the sharing page -------------------------------------------------------------

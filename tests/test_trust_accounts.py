@@ -30,7 +30,7 @@ from survey.domain.models import AccountLink, Membership, Survey, User
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
 
-from .accounts import make_user, sign_in
+from .accounts import make_admin, make_user, sign_in
 from .databases import BACKENDS, limited_app, make_config
 from .live import serve
 from .servers import free_port
@@ -52,15 +52,6 @@ def allow_invitations(app, allowed: bool = True) -> None:
     with app.app_context():
         set_members_invite_accounts(db.session, allowed)
         db.session.commit()
-
-
-def make_admin(app, name: str, email: str | None = None) -> int:
-    with app.app_context():
-        user = User(username=name, is_admin=True, email=email)
-        user.set_password(PASSWORD)
-        db.session.add(user)
-        db.session.commit()
-        return user.id
 
 
 def share(client, who: str, role: str = "researcher", slug: str = "small-test"):

@@ -332,6 +332,25 @@ def _compile(statement: Any, dialect: Any = None) -> Compiled:
 
 # -- PostgreSQL: one statement per submission ------------------------------------------------------
 
+#: The arrays a submission's answers come in on PostgreSQL (:func:`submission_params`): the
+#: parameter, the column it becomes, its element type.
+_ANSWER_ARRAYS = [
+    ("questions", "question_id", Integer),
+    ("values", "value", Integer),
+    ("randomized", "randomized", Boolean),
+    ("paired", "paired", Boolean),
+]
+
+
+def _unnested(name: str, arrays: list[tuple[str, str, Any]]) -> FromClause:
+    """``unnest(:parameter, ...) AS name(column, ...)``: the array parameters side by side, one row
+    per position, so that any number of rows comes in one statement of the same text."""
+    return (
+        func.unnest(*(bindparam(parameter, type_=ARRAY(type_)) for parameter, _, type_ in arrays))
+        .table_valued(*(column(column_name, type_) for _, column_name, type_ in arrays), name=name)
+        .render_derived()
+    )
+
 
 @functools.cache
 def postgresql_submission(with_receipt: bool) -> Compiled:
@@ -357,22 +376,7 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
         .returning(Submission.id, Submission.survey_id)
         .cte("new_submission")
     )
-    given = (
-        func.unnest(
-            bindparam("questions", type_=ARRAY(Integer)),
-            bindparam("values", type_=ARRAY(Integer)),
-            bindparam("randomized", type_=ARRAY(Boolean)),
-            bindparam("paired", type_=ARRAY(Boolean)),
-        )
-        .table_valued(
-            column("question_id", Integer),
-            column("value", Integer),
-            column("randomized", Boolean),
-            column("paired", Boolean),
-            name="given",
-        )
-        .render_derived()
-    )
+    given = _unnested("given", _ANSWER_ARRAYS)
     reported = (
         select(
             new_submission.c.id.label("submission_id"),
@@ -531,36 +535,16 @@ def batch_statements(dialect: str) -> tuple[Compiled, ...]:
     shard = bindparam("shard", type_=SmallInteger)
     survey_id = bindparam("survey_id", type_=Integer)
     if dialect == "postgresql":
-        given = (
-            func.unnest(
-                bindparam("submissions", type_=ARRAY(Integer)),
-                bindparam("questions", type_=ARRAY(Integer)),
-                bindparam("values", type_=ARRAY(Integer)),
-                bindparam("randomized", type_=ARRAY(Boolean)),
-                bindparam("paired", type_=ARRAY(Boolean)),
-                bindparam("fresh", type_=ARRAY(Boolean)),
-            )
-            .table_valued(
-                column("submission_id", Integer),
-                column("question_id", Integer),
-                column("value", Integer),
-                column("randomized", Boolean),
-                column("paired", Boolean),
-                column("fresh", Boolean),
-                name="given",
-            )
-            .render_derived()
+        given = _unnested(
+            "given",
+            [("submissions", "submission_id", Integer), *_ANSWER_ARRAYS, ("fresh", "fresh", Boolean)],
         )
         g = given.c
         reported = select(
             g.submission_id, g.question_id, g.value, day.label("day"), g.randomized, g.paired, g.fresh
         ).cte("reported")
         fresh = select(*reported.c).where(reported.c.fresh).cte("fresh")
-        ids = (
-            func.unnest(bindparam("released", type_=ARRAY(Integer)))
-            .table_valued(column("submission_id", Integer), name="released")
-            .render_derived()
-        )
+        ids = _unnested("released", [("released", "submission_id", Integer)])
         submitted = select(ids.c.submission_id, survey_id.label("survey_id")).cte("submitted")
         writes = [
             upsert(dialect, t, reported if t.dated else fresh, submitted, shard).cte(f"counted_{t.name}")

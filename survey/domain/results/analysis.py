@@ -109,7 +109,7 @@ class Comparison:
     survey: Survey
     question: Question
     by: Question | None  # None: by week
-    kind: str  # "breakdown" or "association"
+    analysis: str  # "breakdown" or "association" (``kind`` in the JSON)
     result: Breakdown | Association
 
     @property
@@ -123,14 +123,14 @@ class Comparison:
             "question_text": self.question.text,
             "by": WEEK if self.by is None else self.by.key,
             "by_text": "Week of submission" if self.by is None else self.by.text,
-            "kind": self.kind,
+            "kind": self.analysis,
             **self.result.to_dict(),
         }
 
     def csv(self) -> str:
         """The table the page shows, one row per group (breakdown) or per cell (association)."""
         data = self.to_dict()
-        if self.kind == "breakdown":
+        if self.analysis == "breakdown":
             table = CsvTable(BREAKDOWN_COLUMNS)
             rows = [_breakdown_row(data, group) for group in data["groups"]]
             rows.append(_breakdown_row(data, {"label": "everyone", **data["total"], "few": False}))

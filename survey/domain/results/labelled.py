@@ -80,8 +80,8 @@ def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
     return column_labels, value_labels
 
 
-def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> None:
-    """Write the labelled microdata of ``survey`` as ``kind`` ("sav" or "dta") to ``path``."""
+def write_labelled(session: Session, survey: Survey, file_format: str, path: Path) -> None:
+    """Write the labelled microdata of ``survey`` as ``file_format`` ("sav" or "dta") to ``path``."""
     frame = microdata_frame(session, survey)
     column_labels, value_labels = _labels(survey)
     note = (
@@ -89,7 +89,7 @@ def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> N
         "(randomized) answer, never the true one; estimate shares with the design matrices of the "
         "codebook (codebook.json) or the R script beside it."
     )
-    if kind == "sav":
+    if file_format == "sav":
         pyreadstat.write_sav(
             frame,
             str(path),
@@ -103,7 +103,7 @@ def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> N
                 for name in frame.columns[len(MICRODATA_FIXED_COLUMNS) :]
             },
         )
-    elif kind == "dta":
+    elif file_format == "dta":
         pyreadstat.write_dta(
             frame,
             str(path),
@@ -113,12 +113,12 @@ def write_labelled(session: Session, survey: Survey, kind: str, path: Path) -> N
             version=STATA_VERSION,
         )
     else:
-        raise ValueError(f"unknown format {kind!r}")
+        raise ValueError(f"unknown format {file_format!r}")
 
 
-def labelled_file(session: Session, survey: Survey, kind: str) -> Any:
+def labelled_file(session: Session, survey: Survey, file_format: str) -> Any:
     """The written file, open for reading; deleted when closed (so a download leaves nothing behind)."""
-    handle = tempfile.NamedTemporaryFile(suffix=f".{kind}")
-    write_labelled(session, survey, kind, Path(handle.name))
+    handle = tempfile.NamedTemporaryFile(suffix=f".{file_format}")
+    write_labelled(session, survey, file_format, Path(handle.name))
     handle.seek(0)
     return handle

@@ -316,12 +316,15 @@ def codebook_file(slug: str):
     return response
 
 
-def _labelled_download(slug: str, kind: str) -> Response:
+def _labelled_download(slug: str, file_format: str) -> Response:
     """The microdata for SPSS or Stata, with the questions' texts and the options' labels."""
     survey = _survey_or_404(slug)
-    handle = labelled_file(db.session, survey, kind)
+    handle = labelled_file(db.session, survey, file_format)
     return send_file(
-        handle, mimetype=LABELLED_TYPES[kind], as_attachment=True, download_name=f"{survey.slug}-responses.{kind}"
+        handle,
+        mimetype=LABELLED_TYPES[file_format],
+        as_attachment=True,
+        download_name=f"{survey.slug}-responses.{file_format}",
     )
 
 
@@ -452,11 +455,11 @@ def compare_page(slug: str):
             by=by,
             category_options=[] if chosen is None else researcher_options(chosen),
             category=None
-            if result is None or result.kind != "breakdown"
+            if result is None or result.analysis != "breakdown"
             else researcher_code(result.question, result.result.category),
             result=result,
             data=None if result is None else result.to_dict(),
-            chart=None if result is None or result.kind != "breakdown" else _group_chart(result),
+            chart=None if result is None or result.analysis != "breakdown" else _group_chart(result),
             error=error,
             query={"question": question, "by": by, **({"category": category} if category else {})},
             week=WEEK,
