@@ -38,10 +38,6 @@ ROLE_WORDS = {
     "organizer": "a co-organizer (you would build, run and share it)",
     "researcher": "a researcher (you would see its results and downloads)",
 }
-NO_PUBLIC_URL = (
-    "No link or e-mail can be made: this site's public address (PUBLIC_URL) is not set. "
-    "Ask its administrator to set it; nothing was saved."
-)
 
 
 def public_url(endpoint: str, **values) -> str:
@@ -50,7 +46,7 @@ def public_url(endpoint: str, **values) -> str:
     base = current_app.config.get("PUBLIC_URL")
     if not base:
         if current_app.config.get("PUBLIC_URL_REQUIRED"):
-            raise DomainError(NO_PUBLIC_URL, status=503)
+            raise DomainError("mail.no_public_url")
         base = f"http://127.0.0.1:{request.environ.get('SERVER_PORT') or 5000}"
     parts = urlsplit(base)
     adapter = current_app.url_map.bind(parts.netloc, script_name=parts.path or "/", url_scheme=parts.scheme)
@@ -120,7 +116,7 @@ def _compose(to: str, subject: str, body: str) -> EmailMessage:
     try:
         return mail.compose(current_app.config, to, subject, body)
     except mail.MailError as error:
-        raise DomainError(f"The e-mail could not be written ({error}); nothing was saved.", status=400) from error
+        raise DomainError("mail.not_written", reason=str(error)) from error
 
 
 def _closing(expires: str) -> str:

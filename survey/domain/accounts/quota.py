@@ -53,10 +53,7 @@ def spend(session: Session, user: User, limit: SendLimit | None, now: float | No
         return
     begin_writing(session)  # SQLite: one writer at a time from here, never a refused lock upgrade
     window = int((time.time() if now is None else now) // limit.seconds)
-    refused = TooMany(
-        f"You have sent as many invitations and e-mails as one account may ({limit.words()}). "
-        "Try again later; nothing was sent or saved."
-    )
+    refused = TooMany("quota.exhausted", limit=limit.words())
     if limit.amount <= 0:
         raise refused
     for _ in range(2):

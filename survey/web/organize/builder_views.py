@@ -9,6 +9,7 @@ gets a 404, as if the survey did not exist.
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,7 +31,7 @@ from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name, kinds_served
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import PROBLEM_JSON, commit_or_refuse, json_error, localized, me, see_other
 from . import bp
 from .builder_forms import (
     MoveForm,
@@ -310,13 +311,13 @@ def question_planning_api(slug: str, key: str):
     """One randomized question's planning figures, for a row of the budget panel the build page left
     to be filled in (it computes only so many figures itself): one design's cost at most."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see the planning figures.", status=401), 401
+        return json_error(DomainError("auth.planning_sign_in"))
     survey = _editable(slug)
     question = _question_or_404(survey, key)
     try:
         figures = question_planning(survey, question)
     except DomainError as error:
-        return jsonify(error.to_json()), error.status
+        return json_error(error)
     return jsonify(
         key=question.key,
         **figures,
@@ -339,11 +340,14 @@ def privacy_preview():
     API does.
     """
     if not current_user.is_authenticated:
-        return jsonify(ok=False, error="Sign in to use the privacy preview.", status=401), 401
+        response, status = json_error(DomainError("auth.preview_sign_in"))
+        response.set_data(json.dumps({"ok": False, **response.get_json()}))
+        return response, status
     try:
         response = jsonify(preview(request.args))
     except DomainError as error:
-        response = jsonify(error_json(error, request.args))
+        response = jsonify(error_json(error, request.args, detail=localized(error, placed=True)))
+        response.mimetype = PROBLEM_JSON
         response.status_code = error.status
     response.headers["Cache-Control"] = "private, no-store"
     return response

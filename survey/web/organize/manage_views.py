@@ -60,7 +60,7 @@ from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import commit_or_refuse, me, say, see_other
 from ..mailing import Delivery, Outgoing, deliver, invited_words, prepare_invitation, respondent_url, send_limit
 from . import bp
 from .manage_forms import (
@@ -346,7 +346,7 @@ def check_address(slug: str):
     response = jsonify(
         slug=wanted,
         available=problem is None,
-        message=problem or f"This address is free: {respondent_url('respond.show', slug=wanted)}",
+        message=say(problem) if problem else f"This address is free: {respondent_url('respond.show', slug=wanted)}",
     )
     return _no_store(response)
 

@@ -220,8 +220,8 @@ def _idempotency_header() -> str | None:
     return value
 
 
-def _api_error(message: str, status: int, *path: str):
-    return json_error(DomainError(message, status=status, path=path))
+def _api_error(code: str, *path: str):
+    return json_error(DomainError(code, path=path))
 
 
 @bp.post("/api/surveys/<slug>/responses")
@@ -230,10 +230,10 @@ def submit_json(slug: str):
     """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
     form = _form_or_404(slug)
     if not request.is_json:
-        return _api_error("send the answers as JSON with Content-Type: application/json", 415)
+        return _api_error("submission.not_json")
     origin = request.headers.get("Origin")
     if origin and origin.rstrip("/") != request.host_url.rstrip("/"):
-        return _api_error("submissions are accepted from this site's own pages only", 403)
+        return _api_error("submission.foreign_origin")
     try:
         body = parse_json(request.get_data(cache=False), "the body")
     except DomainError as error:
@@ -243,15 +243,13 @@ def submit_json(slug: str):
         or "answers" not in body
         or not set(body) <= {"answers", "invitation", "submission_key"}
     ):
-        return _api_error(
-            'the body must be an object with the field "answers" (and "invitation" and "submission_key" if needed)', 400
-        )
+        return _api_error("submission.body_malformed")
     invitation = body.get("invitation")
     if invitation is not None and not isinstance(invitation, str):
-        return _api_error('"invitation" must be the invitation code as text', 400, "invitation")
+        return _api_error("submission.invitation_not_text", "invitation")
     key = body.get("submission_key", _idempotency_header())
     if key is not None and not isinstance(key, str):
-        return _api_error('"submission_key" must be text', 400, "submission_key")
+        return _api_error("submission.key_not_text", "submission_key")
     try:
         recorded = _record(form, body["answers"], invitation, key)
     except DomainError as error:
