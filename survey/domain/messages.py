@@ -11,6 +11,7 @@ filling it (:func:`survey.web.common.localized`); the domain itself only ever fi
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -430,3 +431,66 @@ MESSAGES: dict[str, Message] = {
 def message(code: str, **params: Any) -> str:
     """The English sentence of ``code`` filled with ``params``."""
     return MESSAGES[code].template.format(**params)
+
+
+def placeholders(template: str) -> list[str]:
+    """The names a template is filled with, in order of first use: ``"{key!r} and {other!r}"`` →
+    ``["key", "other"]``."""
+    names: list[str] = []
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is not None and name not in names:
+            names.append(name)
+    return names
+
+
+ERRORS_DOC_HEAD = """# Errors
+
+Every refusal the site answers with has a stable **code** (dotted, such as `text.required`), the
+**params** that fill its sentence, and an HTTP **status**. The catalog is
+`survey/domain/messages.py`; this page is generated from it (`make errors-doc`) and a test checks that
+it is current. A code does not change when its English words do; a client or a translation keys on
+the code.
+
+A JSON error is an RFC 9457 problem, `Content-Type: application/problem+json`:
+
+```json
+{
+  "type": "/docs/errors#submission.unknown_question",
+  "title": "Bad Request",
+  "status": 400,
+  "detail": "unknown question 'nope': this survey has no such question",
+  "code": "submission.unknown_question",
+  "params": {"key": "nope"},
+  "path": ["answers", "nope"],
+  "error": "unknown question 'nope': this survey has no such question"
+}
+```
+
+`detail` and `error` hold the same sentence (`error` is the member clients read before the problem
+members were added). `path` says which input is at fault, as keys and indices into what was sent
+(empty for the request as a whole). An imported spec's errors say the place in words before the
+sentence ("question 2 ('q2'), field 'privacy.epsilon': ..."); `params` never hold it. Errors that are
+only their status (a 404, a 405, a refused CSRF token) are problems too, with `type` `about:blank`
+and the code `http.<status>`.
+
+The sentences are templates in Python's `str.format` syntax (`{key!r}` is the value quoted as
+Python writes it, `{low:,}` a number with thousands separators). Each is marked for translation, so
+`make messages` puts it in `messages.pot`.
+
+| code | status | params | English |
+| --- | --- | --- | --- |
+"""
+
+
+def errors_table() -> str:
+    """docs/errors.md: the catalog as a table (code, status, params, English template)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    rows = [
+        f"| `{code}` | {entry.status} | {', '.join(f'`{p}`' for p in placeholders(entry.template))} | "
+        f"{cell(entry.template)} |"
+        for code, entry in sorted(MESSAGES.items())
+    ]
+    return ERRORS_DOC_HEAD + "\n".join(rows) + "\n"

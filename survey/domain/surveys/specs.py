@@ -225,14 +225,22 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     return question
 
 
+#: The fields a number question has none of, and the error each one is refused with.
+NOT_FOR_NUMBERS = {
+    "options": "spec.number_has_no_options",
+    "privacy": "spec.number_has_no_privacy",
+    "simulated_truth": "spec.number_has_no_simulated_truth",
+}
+
+
 def _ranged_question(
     raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
     """A question answered by a whole number from ``minimum`` to ``maximum`` (a number question),
     asked directly."""
-    for field in ("options", "privacy", "simulated_truth"):
+    for field, code in NOT_FOR_NUMBERS.items():
         if raw.get(field) is not None:
-            raise place.error(f"spec.number_has_no_{field}", field)
+            raise place.error(code, field)
     if "minimum" not in raw or "maximum" not in raw:
         raise place.error("spec.range_missing", "minimum" if "minimum" not in raw else "maximum")
     low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)

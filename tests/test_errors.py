@@ -1,0 +1,133 @@
+"""Every error has a catalogued code: raise sites name codes, not sentences; every code is used and
+documented (docs/errors.md); Babel's extractor finds every template; JSON errors are RFC 9457
+problems that keep the ``error`` member."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+
+from survey.domain.errors import Conflict, DomainError, Frozen, NotFound
+from survey.domain.messages import MESSAGES, errors_table, placeholders
+
+ROOT = Path(__file__).resolve().parent.parent
+SURVEY = ROOT / "survey"
+#: What raises or makes a DomainError: the class and its subclasses, and Place.error.
+ERROR_CALLS = {"DomainError", "NotFound", "Forbidden", "Conflict", "Frozen", "TooMany"}
+
+
+def _sources() -> list[tuple[Path, ast.Module]]:
+    return [(path, ast.parse(path.read_text(), str(path))) for path in sorted(SURVEY.rglob("*.py"))]
+
+
+def _error_calls(tree: ast.Module) -> list[ast.Call]:
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if (isinstance(func, ast.Name) and func.id in ERROR_CALLS) or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "error"
+            and isinstance(func.value, ast.Name)
+            and func.value.id not in ("log", "logger", "logging", "app")
+        ):
+            calls.append(node)
+    return calls
+
+
+def test_an_unknown_code_is_refused_when_the_error_is_made():
+    with pytest.raises(LookupError):
+        DomainError("no.such.code")
+    with pytest.raises(LookupError):
+        Conflict("This survey is closed and no longer accepts answers.")  # a sentence is no code
+
+
+def test_an_error_is_its_code_params_and_the_catalogs_english():
+    error = DomainError("text.too_long", path=("title",), limit=200)
+    assert (error.code, error.params, error.status, error.path) == ("text.too_long", {"limit": 200}, 400, ("title",))
+    assert error.message == str(error) == "is longer than 200 characters"
+    assert NotFound("nothing_here").status == 404 and Frozen().code == "survey.frozen" and Frozen().status == 409
+    problem = error.to_json()
+    assert problem["type"].endswith("#text.too_long") and problem["title"] == "Bad Request"
+    assert problem["detail"] == problem["error"] == "is longer than 200 characters"
+    assert (problem["code"], problem["params"], problem["path"], problem["status"]) == (
+        "text.too_long",
+        {"limit": 200},
+        ["title"],
+        400,
+    )
+
+
+def test_every_raise_site_names_a_catalogued_code_never_a_sentence():
+    wrong = []
+    for path, tree in _sources():
+        for call in _error_calls(tree):
+            where = f"{path.relative_to(ROOT)}:{call.lineno}"
+            first = call.args[0] if call.args else None
+            if first is None:
+                if not (isinstance(call.func, ast.Name) and call.func.id == "Frozen"):
+                    wrong.append(f"{where}: no code")
+            elif isinstance(first, ast.Constant):
+                if first.value not in MESSAGES:
+                    wrong.append(f"{where}: {first.value!r} is not a catalogued code")
+            elif isinstance(first, (ast.JoinedStr, ast.BinOp)) or (
+                isinstance(first, ast.Call)
+                and isinstance(first.func, (ast.Attribute, ast.Name))
+                and getattr(first.func, "attr", getattr(first.func, "id", "")) in ("format", "str", "replace")
+            ):
+                wrong.append(f"{where}: a sentence made at the raise site, not a code")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_catalogued_code_is_used_somewhere():
+    used: set[str] = set()
+    for path, tree in _sources():
+        if path.name == "messages.py":
+            continue
+        used |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert sorted(set(MESSAGES) - used) == []
+
+
+def test_every_template_fills_and_its_code_is_dotted_lowercase():
+    for code, entry in MESSAGES.items():
+        assert code == code.lower() and " " not in code, code
+        assert entry.status in (400, 401, 403, 404, 409, 415, 422, 429, 503), code
+        for name in placeholders(entry.template):
+            assert name.isidentifier(), (code, name)
+
+
+def test_docs_errors_md_is_the_catalog():
+    """Run `make errors-doc` when this fails."""
+    assert (ROOT / "docs" / "errors.md").read_text() == errors_table()
+
+
+def test_the_extractor_finds_every_error_template():
+    """What `make messages` puts in messages.pot (babel.cfg, the keywords N_, _ and gettext) holds
+    every template of the catalog."""
+    with (ROOT / "babel.cfg").open() as config:
+        method_map, options_map = parse_mapping_cfg(config)
+    keywords = {"N_": None, "_": None, "gettext": None, "ngettext": (1, 2)}
+    found = {
+        message
+        for _, _, message, _, _ in extract_from_dir(str(ROOT), method_map, options_map, keywords=keywords)
+        if isinstance(message, str)
+    }
+    missing = [code for code, entry in MESSAGES.items() if entry.template not in found]
+    assert missing == []
+
+
+def test_a_json_error_is_a_problem_that_keeps_its_error_member(client, small_survey):
+    response = client.post("/api/surveys/small-test/responses", json={"answers": {"drugs": 1, "nope": 0}})
+    assert response.status_code == 400 and response.mimetype == "application/problem+json"
+    problem = response.get_json()
+    assert problem["code"] == "submission.unknown_question" and problem["params"] == {"key": "nope"}
+    assert problem["path"] == ["answers", "nope"] and problem["status"] == 400 and problem["title"] == "Bad Request"
+    assert problem["type"] == "/docs/errors#submission.unknown_question"
+    assert problem["detail"] == problem["error"] == "unknown question 'nope': this survey has no such question"
+    missing = client.get("/api/surveys/no-such-survey/results", headers={"Accept": "application/json"})
+    assert missing.mimetype == "application/problem+json" and missing.get_json()["code"].startswith(("http.", "auth."))
