@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from urllib.parse import urlsplit
 
-from flask import current_app, request, url_for
+from flask import current_app, render_template, request, url_for
 from limits import parse
 
 from survey.domain.accounts.account_links import LIFETIMES, mark_mailed
@@ -119,10 +119,12 @@ def _compose(to: str, subject: str, body: str) -> EmailMessage:
         raise DomainError("mail.not_written", reason=str(error)) from error
 
 
-def _closing(expires: str) -> str:
-    return (
-        f"The link works once, {expires}. If you did not expect this message, ignore it: nothing happens without you.\n"
-    )
+def _written(template: str, **values: str) -> tuple[str, str]:
+    """The subject and the body of the message ``templates/mail/<template>.txt`` writes: its first
+    line is the subject, and the body follows the blank line after it (plain text, not escaped)."""
+    text = render_template(f"mail/{template}.txt", site=SITE_NAME, **values)
+    subject, _, body = text.partition("\n\n")
+    return subject, body + "\n"
 
 
 def prepare_invitation(offer: Offer, inviter: User, may_make_accounts: bool) -> Outgoing:
@@ -136,42 +138,26 @@ def prepare_invitation(offer: Offer, inviter: User, may_make_accounts: bool) -> 
     role = ROLE_WORDS.get(link.role or "", ROLE_LABELS.get(link.role or "", "a member"))
     expires = expires_text(link)
     to = link.email if mail.configured(current_app.config) else None
-    subject = f"{inviter.username} invites you to work on “{title}”"
-    opening = f"Hello,\n\n{inviter.username} invites you to work on the survey “{title}” in {SITE_NAME}, as {role}.\n\n"
+    words = {"inviter": inviter.username, "title": title, "role": role, "expires": expires}
     if may_make_accounts:
         url = public_url("auth.link", token=token)
-        body = (
-            opening + "To accept, open this link. There you can make an account (a username and a password), "
-            f"or sign in to the account you have and take the role with it:\n\n{url}\n\n" + _closing(expires)
-        )
+        subject, body = _written("invitation_link", url=url, **words)
         message = _compose(to, subject, body) if to else None
         return Outgoing(link, url, link.addressee, expires, to, message)
     if not to:
         return Outgoing(link, None, link.addressee, expires)
     start = public_url("results.index", _anchor="invitations")
-    body = (
-        opening + "If you have an account there with this address, sign in: the offer waits on your start page, "
-        f"where you accept or decline it (it lasts 7 days):\n\n{start}\n\n"
-        f"If you have none: accounts there are made by its administrators; ask {inviter.username} to have "
-        "one made for you. Until you accept, the role gives you nothing, and the survey is not in your list.\n"
-    )
+    subject, body = _written("invitation_offer", start=start, **words)
     return Outgoing(link, None, link.addressee, expires, to, _compose(to, subject, body))
 
 
 def prepare_password_link(link: AccountLink, token: str, admin: User) -> Outgoing:
     user = link.user
     username = user.username if user is not None else ""
-    if link.purpose == "setup":
-        subject = f"Your account on {SITE_NAME}"
-        opening = f"{admin.username} made an account for you on {SITE_NAME}, with the username {username}."
-        action = "To choose your password and sign in, open this link"
-    else:
-        subject = f"A new password for your account on {SITE_NAME}"
-        opening = f"{admin.username} lets you choose a new password for your account {username} on {SITE_NAME}."
-        action = "To choose it, open this link (your password stays as it is until you do)"
     url = public_url("auth.link", token=token)
     expires = expires_text(link)
-    body = f"Hello,\n\n{opening}\n\n{action}:\n\n{url}\n\n" + _closing(expires)
+    template = "account_setup" if link.purpose == "setup" else "account_reset"
+    subject, body = _written(template, admin=admin.username, username=username, url=url, expires=expires)
     to = link.email if mail.configured(current_app.config) else None
     return Outgoing(link, url, link.addressee, expires, to, _compose(to, subject, body) if to else None)
 
