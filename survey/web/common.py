@@ -226,9 +226,11 @@ def _pending_invitations() -> list[Membership]:
 
 
 def init_app(app: Flask) -> None:
-    """The error handler and the template helpers every blueprint's pages may use."""
+    """The error handler and the template helpers every blueprint's pages may use (``localized``:
+    a domain error's sentence in the request's language)."""
     app.register_error_handler(DomainError, _domain_error)
     for error in UNAVAILABLE:
         app.register_error_handler(error, _database_unavailable)
     app.add_template_global(_manage_access, "manage_access")
     app.add_template_global(_pending_invitations, "pending_invitations")
+    app.add_template_global(localized, "localized")

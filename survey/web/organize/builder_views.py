@@ -217,7 +217,7 @@ def _save_question(survey: Survey, question: Question | None, form: QuestionForm
 
     def refused(status: int, error: DomainError | None) -> ResponseReturnValue:
         if isinstance(error, Frozen):
-            return _render_question(survey, question, form, alert=error.message, status=status)
+            return _render_question(survey, question, form, alert=localized(error), status=status)
         if error is not None:
             form.add_domain_error(error)
         return _render_question(survey, question, form, status=status)
@@ -235,7 +235,7 @@ def add_question(slug: str):
     """A new question for a draft; an opened survey's question list is frozen (409)."""
     survey = _editable(slug)
     if not survey.is_draft:
-        return _render_build(survey, alert=Frozen().message, status=409)
+        return _render_build(survey, alert=localized(Frozen()), status=409)
     if request.method == "POST":
         return _save_question(survey, None, QuestionForm.for_question(None, request.form))
     return _render_question(survey, None, QuestionForm.for_question(None))
@@ -264,7 +264,7 @@ def delete_question(slug: str, key: str):
     question = _question_or_404(survey, key)
     if request.method == "GET":
         if not survey.is_draft:
-            return _render_build(survey, alert=Frozen().message, status=409)
+            return _render_build(survey, alert=localized(Frozen()), status=409)
         options = ", its options" if question.kind_entry.options == LISTED else ""
         points = [
             f"Its text{options} and its privacy settings are deleted. This cannot be undone.",
@@ -286,7 +286,7 @@ def delete_question(slug: str, key: str):
     return commit_or_refuse(  # its only field is the CSRF token, which CSRFProtect has checked before this runs
         lambda: builder.delete_question(survey, question),
         done=lambda _: _to_build(survey, "Question deleted."),
-        refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+        refused=lambda status, error: _render_build(survey, alert=localized(error) if error else None, status=status),
     )
 
 
@@ -302,7 +302,7 @@ def move_question(slug: str, key: str):
     return commit_or_refuse(
         lambda: builder.move_question(survey, question, offsets[form.direction.data]),
         done=lambda _: _to_build(survey, "Question moved."),
-        refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+        refused=lambda status, error: _render_build(survey, alert=localized(error) if error else None, status=status),
     )
 
 

@@ -60,7 +60,7 @@ from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
-from ..common import commit_or_refuse, me, say, see_other
+from ..common import commit_or_refuse, localized, me, say, see_other
 from ..mailing import Delivery, Outgoing, deliver, invited_words, prepare_invitation, respondent_url, send_limit
 from . import bp
 from .manage_forms import (
@@ -163,7 +163,7 @@ def _transition(slug: str, change: Callable[[Survey], None], done: str):
     return commit_or_refuse(
         lambda: change(survey),
         done=lambda _: see_other("organize.share", done, anchor="state", slug=slug),
-        refused=lambda status, error: _render_share(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: _render_share(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 
@@ -309,7 +309,7 @@ def delete_survey(slug: str):
     return commit_or_refuse(
         lambda: lifecycle.delete_draft(db.session, survey, me()),
         done=lambda title: see_other("results.index", f"The draft “{title}” was deleted."),
-        refused=lambda status, error: _render_share(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: _render_share(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 
@@ -363,7 +363,7 @@ def duplicate(slug: str):
             f"“{copy.title}” is a new draft with the same questions and designs: change it, then publish it.",
             slug=copy.slug,
         ),
-        refused=lambda status, error: _render_share(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: _render_share(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 
@@ -470,7 +470,7 @@ def revoke_code(slug: str):
             "organize.share", f"The code {shown(code)} was revoked.", anchor="invitations", slug=slug
         ),
         refused=lambda status, error: _render_share(
-            survey, status, codes_error=error.message if error else "Choose a code to revoke."
+            survey, status, codes_error=localized(error) if error else "Choose a code to revoke."
         ),
     )
 
@@ -501,7 +501,7 @@ def revoke_unused_codes(slug: str):
     return commit_or_refuse(
         lambda: revoke_unused(db.session, survey),
         done=done,
-        refused=lambda status, error: _render_share(survey, status, codes_error=error.message if error else ""),
+        refused=lambda status, error: _render_share(survey, status, codes_error=localized(error) if error else ""),
     )
 
 
@@ -599,7 +599,7 @@ def withdraw_account_invitation(slug: str):
             slug=slug,
         ),
         refused=lambda status, error: _render_share(
-            survey, status, members_error=error.message if error else "Choose an invitation to withdraw."
+            survey, status, members_error=localized(error) if error else "Choose an invitation to withdraw."
         ),
     )
 
@@ -652,7 +652,7 @@ def remove_member_view(slug: str):
         form=form,
         done=removed,
         refused=lambda status, error: _render_share(
-            survey, status, members_error=error.message if error else "Choose whom to remove."
+            survey, status, members_error=localized(error) if error else "Choose whom to remove."
         ),
     )
 

@@ -16,7 +16,7 @@ from survey.domain.responses.submissions import FormCache, Recorded, SubmissionF
 from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
-from ..common import json_error
+from ..common import json_error, localized
 from . import bp
 from .page import contact_href, option_label, survey_page
 
@@ -149,7 +149,7 @@ def submit_form(slug: str):
         if survey.access == "invitation" and isinstance(error, Forbidden):
             return _invitation_page(survey, error)
         return _render_form(
-            survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation, submission_key=key
+            survey, f"{localized(error)} Nothing was stored.", error.status, invitation=invitation, submission_key=key
         )
     return redirect(url_for("respond.thanks", slug=slug, again=1 if recorded.already else None), code=303)
 

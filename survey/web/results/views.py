@@ -474,7 +474,7 @@ def _analysis_csv(slug: str, make: Callable[[Survey], Comparison | Regression], 
     try:
         analysis = make(survey)
     except DomainError as e:
-        return Response(e.message + "\n", status=e.status, mimetype="text/plain")
+        return Response(localized(e) + "\n", status=e.status, mimetype="text/plain")
     return _download(analysis.csv(), f"{survey.slug}-{name(analysis)}.csv", "text/csv")
 
 
