@@ -49,7 +49,7 @@ class DomainError(ValueError):
     default_status: ClassVar[int] = 400
 
     def __init__(
-        self, code: str, *, status: int | None = None, path: Path = (), where: str | None = None, **params: Any
+        self, code: str, /, *, status: int | None = None, path: Path = (), where: str | None = None, **params: Any
     ) -> None:
         entry = MESSAGES.get(code)
         if entry is None:

@@ -428,7 +428,7 @@ MESSAGES: dict[str, Message] = {
 }
 
 
-def message(code: str, **params: Any) -> str:
+def message(code: str, /, **params: Any) -> str:
     """The English sentence of ``code`` filled with ``params``."""
     return MESSAGES[code].template.format(**params)
 

@@ -41,7 +41,7 @@ class Place:
     path: Path = ()
     words: str | None = None
 
-    def error(self, code: str, *field: str | int, status: int | None = None, **params: Any) -> DomainError:
+    def error(self, code: str, /, *field: str | int, status: int | None = None, **params: Any) -> DomainError:
         """The error ``code`` (filled with ``params``) about ``field`` of this place (the place itself
         when no field is given)."""
         where = self.words

@@ -77,9 +77,10 @@ class Parameter:
     per_option: bool = False
     #: What a valid value is, in plain words that follow "must be" (the builder's messages).
     rule: str = "a number from 0 to 1"
-    #: The label as it reads inside a sentence ("Type the truth probability: …"); the label itself
-    #: when not given.
+    #: The label as it reads inside a sentence ("Type the truth probability: …") and at the start of
+    #: one ("The truth probability must be …"); the label itself when not given.
     phrase: str | None = None
+    subject: str | None = None
 
     @property
     def field(self) -> str:
@@ -206,6 +207,7 @@ DESIGNS: dict[str, Design] = {
                 "The chance that the first coin says “send the true answer”.",
                 low_open=True,
                 phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number above 0 and at most 1, for example 0.5",
             ),
             others=(
@@ -215,6 +217,7 @@ DESIGNS: dict[str, Design] = {
                     "When the first coin says “don't”, the chance that “yes” is sent. 0.5 protects both answers.",
                     default=0.5,
                     phrase="the forced “yes” probability",
+                    subject="The forced “yes” probability",
                     rule="a number from 0 to 1, for example 0.5 (0 or 1 protects only one answer, so such a "
                     "design cannot be set by ε: set it by its truth probability)",
                 ),
@@ -233,6 +236,7 @@ DESIGNS: dict[str, Design] = {
                 "The chance that the true answer is sent (otherwise the opposite one); not 0.5.",
                 input=TRUTH,
                 phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number from 0 to 1 other than 0.5, for example 0.75 (at 0.5 what is sent says "
                 "nothing about the answer; at 0 or 1 it reveals the answer)",
             ),
@@ -252,6 +256,7 @@ DESIGNS: dict[str, Design] = {
                 "The chance that the true answer is sent; otherwise the browser answers the unrelated question.",
                 low_open=True,
                 phrase="the sensitive-question probability",
+                subject="The sensitive-question probability",
                 rule="a number above 0 and at most 1, for example 0.7",
             ),
             others=(
@@ -261,6 +266,7 @@ DESIGNS: dict[str, Design] = {
                     "How often the innocuous question is answered “yes”, known in advance (for example 1/12 "
                     "for “were you born in April?”, written 0.0833).",
                     phrase="the “yes” rate of the unrelated question",
+                    subject="The “yes” rate of the unrelated question",
                     rule="a number from 0 to 1, for example 0.0833 (0 or 1 protects only one answer, so such a "
                     "design cannot be set by ε: set it by its sensitive-question probability)",
                 ),
@@ -278,6 +284,7 @@ DESIGNS: dict[str, Design] = {
                 "Truth probability",
                 "The chance that the browser sends the true answer; above 1 divided by the number of options.",
                 phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number above 1 divided by the number of options (above 0.5 for yes / no) and at most 1, "
                 "for example 0.75",
             ),
@@ -299,6 +306,7 @@ DESIGNS: dict[str, Design] = {
                 high_open=True,
                 per_option=True,
                 phrase="the forcing probabilities",
+                subject="The forcing probabilities",
                 rule="one number from 0 to 1 per option, separated by commas and together below 1, for example "
                 "0.1, 0.1, 0.1",
             ),

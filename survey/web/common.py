@@ -128,7 +128,7 @@ def commit_or_refuse(
     return done(result)
 
 
-def say(code: str, **params: Any) -> str:
+def say(code: str, /, **params: Any) -> str:
     """The sentence of catalog entry ``code`` in the request's language, filled with ``params``."""
     return gettext(MESSAGES[code].template).format(**params)
 

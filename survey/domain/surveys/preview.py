@@ -213,12 +213,11 @@ def plain_message(error: DomainError, design: Design | None, typed: Mapping[str,
     parameter = design.parameter(path[1])
     if parameter is None:
         return error.message
-    named = parameter.phrase or parameter.label  # the registry's words for it inside a sentence
-    if validation.is_blank(typed.get(parameter.field)):
-        return message("preview.parameter_blank", named=named, rule=parameter.rule)
+    if validation.is_blank(typed.get(parameter.field)):  # the registry's words for it inside a sentence
+        return message("preview.parameter_blank", named=parameter.phrase or parameter.label, rule=parameter.rule)
     if parameter is EPSILON and EPSILON.contains(_as_float(typed.get(parameter.field))):
         return error.message  # an ε above 0 refused: too small for the design, which the message says
-    return message("preview.parameter_rule", named=named[:1].upper() + named[1:], rule=parameter.rule)
+    return message("preview.parameter_rule", named=parameter.subject or parameter.label, rule=parameter.rule)
 
 
 def preview(params: Mapping[str, Any]) -> dict[str, Any]:
