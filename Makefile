@@ -108,7 +108,7 @@ test-browser: $(VENV)/.test-installed chromium node_modules/.installed
 # The translation template: every sentence marked for translation (N_, _, gettext) in survey/ and
 # templates/ (babel.cfg), into messages.pot (not committed: it is made again whenever it is needed).
 messages: $(VENV)/.installed
-	$(BIN)/pybabel extract --no-location --sort-output -F babel.cfg -k N_ -o messages.pot survey templates
+	$(BIN)/pybabel extract --no-location --sort-output --ignore-dirs ".* _* node_modules instance" -F babel.cfg -k N_ -o messages.pot .
 
 # docs/errors.md, the table of every error code, from the catalog (survey/domain/messages.py).
 errors-doc: $(VENV)/.installed

@@ -5,14 +5,16 @@ problems that keep the ``error`` member."""
 from __future__ import annotations
 
 import ast
+import shlex
 from pathlib import Path
 
 import pytest
-from babel.messages.extract import extract_from_dir
-from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.frontend import CommandLineInterface
+from babel.messages.pofile import read_po
 
 from survey.domain.errors import Conflict, DomainError, Frozen, NotFound
 from survey.domain.messages import MESSAGES, errors_table, placeholders
+from survey.domain.surveys.wording import BROWSER_WORDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SURVEY = ROOT / "survey"
@@ -106,19 +108,20 @@ def test_docs_errors_md_is_the_catalog():
     assert (ROOT / "docs" / "errors.md").read_text() == errors_table()
 
 
-def test_the_extractor_finds_every_error_template():
-    """What `make messages` puts in messages.pot (babel.cfg, the keywords N_, _ and gettext) holds
-    every template of the catalog."""
-    with (ROOT / "babel.cfg").open() as config:
-        method_map, options_map = parse_mapping_cfg(config)
-    keywords = {"N_": None, "_": None, "gettext": None, "ngettext": (1, 2)}
-    found = {
-        message
-        for _, _, message, _, _ in extract_from_dir(str(ROOT), method_map, options_map, keywords=keywords)
-        if isinstance(message, str)
-    }
+def test_make_messages_extracts_every_error_template(tmp_path, monkeypatch):
+    """`make messages` (its pybabel command, as the Makefile writes it, run here) puts every template
+    of the catalog, and the respondent's words for each design, into messages.pot."""
+    (recipe,) = [line for line in (ROOT / "Makefile").read_text().splitlines() if "pybabel extract" in line]
+    argv = shlex.split(recipe.strip())
+    argv[0] = "pybabel"
+    argv[argv.index("-o") + 1] = str(tmp_path / "messages.pot")
+    monkeypatch.chdir(ROOT)
+    CommandLineInterface().run(argv)
+    with (tmp_path / "messages.pot").open("rb") as pot:
+        found = {message.id for message in read_po(pot)}
     missing = [code for code, entry in MESSAGES.items() if entry.template not in found]
     assert missing == []
+    assert set(BROWSER_WORDS.values()) <= found
 
 
 def test_a_json_error_is_a_problem_that_keeps_its_error_member(client, small_survey):

@@ -54,11 +54,6 @@ def publish_refusals(survey: Survey) -> list[Conflict]:
     return problems
 
 
-def publish_problems(survey: Survey) -> list[str]:
-    """:func:`publish_refusals` in words."""
-    return [problem.message for problem in publish_refusals(survey)]
-
-
 def publish(survey: Survey) -> None:
     """Open a draft for submissions, freezing every design."""
     problems = publish_refusals(survey)

@@ -218,7 +218,7 @@ def publish(slug: str):
             "organize/publish.html",
             survey=survey,
             questions=questions,
-            problems=lifecycle.publish_problems(survey),
+            problems=[localized(problem) for problem in lifecycle.publish_refusals(survey)],
             total_epsilon=epsilon_text(survey.total_epsilon()),
             cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
             survey_link=respondent_url("respond.show", slug=survey.slug),

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
-from survey.domain.models import Survey, today
+from survey.domain.models import Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
 from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
 from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
@@ -53,10 +53,10 @@ def _render_form(
     """The survey page, or why it cannot be shown: closed (409 to a post), or by invitation without a
     usable code (403). Every response that shows the questions is made here, after both checks, so
     a survey by invitation shows its questions to holders of a valid code only, whatever went wrong."""
-    accepting, reason = survey.accepting_on(today())
-    if not accepting:
+    refusal = refusal_on(survey.status, survey.opens_on, survey.closes_on, today())
+    if refusal is not None:
         status = 409 if request.method == "POST" else 200
-        return render_template("respond/closed.html", survey=survey, reason=reason), status
+        return render_template("respond/closed.html", survey=survey, reason=localized(refusal)), status
     if survey.access == "invitation":
         try:
             check_code(db.session, survey.id, invitation)
