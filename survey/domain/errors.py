@@ -24,7 +24,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any, ClassVar
 
-from .messages import MESSAGES
+from .messages import MESSAGES, PHRASES
 
 Path = tuple[str | int, ...]
 
@@ -69,7 +69,7 @@ class DomainError(ValueError):
         return MESSAGES[self.code].template
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.message}" if self.where else self.message
+        return PHRASES["placed"].format(where=self.where, message=self.message) if self.where else self.message
 
     def to_json(self, detail: str | None = None, title: str | None = None) -> dict[str, Any]:
         """The body of a JSON error response, an RFC 9457 problem: ``type`` (where the code is

@@ -183,8 +183,6 @@ MESSAGES: dict[str, Message] = {
     "preview.level_twice": Message(400, N_("give exactly one of epsilon and {level}")),
     "preview.level_unknown": Message(400, N_("set the privacy level by epsilon or {level}, got {set_by!r}")),
     "preview.margin_out_of_range": Message(400, N_("the target margin must be {rule}, got {value!r}")),
-    "preview.parameter_blank": Message(400, N_("Type {named}: {rule}.")),
-    "preview.parameter_rule": Message(400, N_("{named} must be {rule}.")),
     "preview.shares_count": Message(400, N_("give one number per option ({k}), separated by commas; got {got}")),
     "preview.too_few_options": Message(400, N_("a choice question needs at least 2 options: type them one per line")),
     "preview.whole_number_out_of_range": Message(
@@ -428,9 +426,29 @@ MESSAGES: dict[str, Message] = {
 }
 
 
+#: Words that are no error of their own but go with one: where it is, in words ("question 2
+#: ('q2'), field 'privacy.epsilon'"), how that is put before its sentence, and the builder's plain
+#: words for a privacy parameter. Marked for translation like the errors.
+PHRASES: dict[str, str] = {
+    "place.survey": N_("survey"),
+    "place.question": N_("question {number}"),
+    "place.question_key": N_("question {number} ({key!r})"),
+    "place.field": N_("{place}, field '{field}'"),
+    "placed": N_("{where}: {message}"),
+    "preview.parameter_blank": N_("Type {named}: {rule}."),
+    "preview.parameter_rule": N_("{named} must be {rule}."),
+}
+
+
+def template(code: str, /) -> str:
+    """The English template of an error code or a phrase."""
+    entry = MESSAGES.get(code)
+    return entry.template if entry is not None else PHRASES[code]
+
+
 def message(code: str, /, **params: Any) -> str:
-    """The English sentence of ``code`` filled with ``params``."""
-    return MESSAGES[code].template.format(**params)
+    """The English sentence of an error code or a phrase, filled with ``params``."""
+    return template(code).format(**params)
 
 
 def placeholders(template: str) -> list[str]:
@@ -472,6 +490,9 @@ members were added). `path` says which input is at fault, as keys and indices in
 sentence ("question 2 ('q2'), field 'privacy.epsilon': ..."); `params` never hold it. Errors that are
 only their status (a 404, a 405, a refused CSRF token) are problems too, with `type` `about:blank`
 and the code `http.<status>`.
+
+The place in words and the way it goes before the sentence are phrases of the same file
+(`PHRASES`: `place.question`, `place.field`, `placed`, ...), translated like the sentences.
 
 The sentences are templates in Python's `str.format` syntax (`{key!r}` is the value quoted as
 Python writes it, `{low:,}` a number with thousands separators). Each is marked for translation, so

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import DomainError, Path
+from .messages import message
 
 # -- where an input sits ----------------------------------------------------------------------------
 
@@ -46,7 +47,7 @@ class Place:
         when no field is given)."""
         where = self.words
         if where is not None and field:
-            where = f"{where}, field '{dotted(field)}'"
+            where = message("place.field", place=where, field=dotted(field))
         return DomainError(code, status=status, path=(*self.path, *field), where=where, **params)
 
     def within(self, *field: str | int, words: str | None = None) -> Place:

@@ -21,7 +21,7 @@ from flask_login import current_user
 
 from survey.domain.accounts.sharing import SurveyAccess, invitations_for, survey_access
 from survey.domain.errors import DomainError, Path
-from survey.domain.messages import MESSAGES, message
+from survey.domain.messages import message, template
 from survey.domain.models import Membership, Survey, User
 from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
 from survey.platform.extensions import db
@@ -129,15 +129,16 @@ def commit_or_refuse(
 
 
 def say(code: str, /, **params: Any) -> str:
-    """The sentence of catalog entry ``code`` in the request's language, filled with ``params``."""
-    return gettext(MESSAGES[code].template).format(**params)
+    """The sentence of catalog entry ``code`` (an error code or a phrase) in the request's language,
+    filled with ``params``."""
+    return gettext(template(code)).format(**params)
 
 
 def localized(error: DomainError, *, placed: bool = False) -> str:
     """``error``'s sentence in the request's language (its template through gettext, then filled
     with its params); with ``placed``, after the place in words as ``str(error)`` puts it."""
     text = say(error.code, **error.params)
-    return f"{error.where}: {text}" if placed and error.where else text
+    return say("placed", where=error.where, message=text) if placed and error.where else text
 
 
 def json_error(error: DomainError) -> tuple[Response, int]:

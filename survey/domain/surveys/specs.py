@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain import validation
 from survey.domain.errors import DomainError
+from survey.domain.messages import message
 from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
 from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
 from survey.domain.surveys.planning import (
@@ -74,7 +75,7 @@ RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
 MAX_OPTIONS = 50
 YES_NO_LABELS = list(kind_of("yes_no").labels)
-SURVEY = Place((), "survey")
+SURVEY = Place((), message("place.survey"))
 #: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
 ALONE = Place()
 #: Flags the spec's privacy object may hold besides the design's own parameters.
@@ -91,8 +92,9 @@ def _unknown(fields: Mapping[str, Any], allowed: set[str] | frozenset[str], plac
 
 def question_place(index: int, key: Any = None) -> Place:
     """Where question ``index`` (from 0) of a spec sits: its path, and "question 2 ('q2')" in words."""
-    words = f"question {index + 1}" + (f" ({key!r})" if isinstance(key, str) else "")
-    return Place(("questions", index), words)
+    if isinstance(key, str):
+        return Place(("questions", index), message("place.question_key", number=index + 1, key=key))
+    return Place(("questions", index), message("place.question", number=index + 1))
 
 
 def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
