@@ -56,8 +56,12 @@ MESSAGES: dict[str, Message] = {
     "analysis.unknown_question": Message(400, N_("this survey has no question {key!r}")),
     # -- answer --
     "answer.not_option_code": Message(400, N_("question {key!r}: the answer must be an option code, not {value!r}")),
-    "answer.number_not_whole": Message(400, N_("question {key!r}: the answer must be {rule}, got {value!r}")),
-    "answer.number_out_of_range": Message(400, N_("question {key!r}: the answer must be {rule}, got {value:,}")),
+    "answer.number_not_whole": Message(
+        400, N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value!r}")
+    ),
+    "answer.number_out_of_range": Message(
+        400, N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value:,}")
+    ),
     "answer.option_code_not_whole": Message(
         400,
         N_("question {key!r}: the answer must be an option code 0 to {highest}, got {value!r}"),
@@ -436,6 +440,12 @@ PHRASES: dict[str, str] = {
     "place.field": N_("{place}, field '{field}'"),
     "placed": N_("{where}: {message}"),
     "preview.parameter_blank": N_("Type {named}: {rule}."),
+    "rule.target_margin": N_("a share between 0 and 1, at least {least:g} (0.1 percentage points), such as 0.05"),
+    "rule.epsilon_cap": N_("a number greater than 0, or left out for no cap"),
+    "quota.per_hour": N_("{amount} per hour"),
+    "quota.per_day": N_("{amount} per day"),
+    "quota.per_minute": N_("{amount} per minute"),
+    "quota.per_seconds": N_("{amount} per {seconds} seconds"),
     "preview.parameter_rule": N_("{named} must be {rule}."),
 }
 

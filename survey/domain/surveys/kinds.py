@@ -89,13 +89,12 @@ def check_code(value: Any, key: str, k: int) -> int:
 def check_number(value: Any, key: str, low: int, high: int) -> int:
     """A whole number from ``low`` to ``high`` (typed digits accepted); a DomainError otherwise."""
     where = (*ANSWERS, key)
-    rule = f"a whole number from {low:,} to {high:,}"
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value.strip()):
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
-        raise DomainError("answer.number_not_whole", path=where, key=key, rule=rule, value=value)
+        raise DomainError("answer.number_not_whole", path=where, key=key, low=low, high=high, value=value)
     if not low <= value <= high:
-        raise DomainError("answer.number_out_of_range", path=where, key=key, rule=rule, value=value)
+        raise DomainError("answer.number_out_of_range", path=where, key=key, low=low, high=high, value=value)
     return value
 
 
