@@ -442,6 +442,18 @@ PHRASES: dict[str, str] = {
     "preview.parameter_blank": N_("Type {named}: {rule}."),
     "rule.target_margin": N_("a share between 0 and 1, at least {least:g} (0.1 percentage points), such as 0.05"),
     "rule.epsilon_cap": N_("a number greater than 0, or left out for no cap"),
+    "invited.waits": N_(
+        "{who} is invited as a {role}, {expires}. If {who} is the username or e-mail address of an account here, "
+        "the offer waits on that account's start page until it is accepted."
+    ),
+    "invited.told": N_("{waits} An e-mail went to {sent_to}."),
+    "invited.not_told": N_("{waits} The e-mail to {who} could not be sent: {error}."),
+    "link.expires_days": N_("for {days} days, until {until} UTC"),
+    "link.expires_hour": N_("for 1 hour, until {until} UTC"),
+    "link.expires_hours": N_("for {hours} hours, until {until} UTC"),
+    "mail.role_organizer": N_("a co-organizer (you would build, run and share it)"),
+    "mail.role_researcher": N_("a researcher (you would see its results and downloads)"),
+    "mail.role_member": N_("a member"),
     "quota.per_hour": N_("{amount} per hour"),
     "quota.per_day": N_("{amount} per day"),
     "quota.per_minute": N_("{amount} per minute"),

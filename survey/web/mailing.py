@@ -33,11 +33,11 @@ from survey.domain.models import AccountLink, User
 from survey.platform import mail
 from survey.platform.extensions import db
 
+from .common import say
+
 SITE_NAME = "Private Survey"
-ROLE_WORDS = {
-    "organizer": "a co-organizer (you would build, run and share it)",
-    "researcher": "a researcher (you would see its results and downloads)",
-}
+#: A role as an invitation's e-mail says it (catalog phrases).
+ROLE_WORDS = {"organizer": "mail.role_organizer", "researcher": "mail.role_researcher"}
 
 
 def public_url(endpoint: str, **values) -> str:
@@ -108,8 +108,10 @@ def expires_text(link: AccountLink) -> str:
     """When the link dies, in words: "for 7 days, until 2026-03-09 14:05 UTC"."""
     lifetime = LIFETIMES[link.purpose]
     hours = int(lifetime.total_seconds() // 3600)
-    span = f"{hours // 24} days" if hours >= 48 else ("1 hour" if hours == 1 else f"{hours} hours")
-    return f"for {span}, until {link.expires_at:%Y-%m-%d %H:%M} UTC"
+    until = f"{link.expires_at:%Y-%m-%d %H:%M}"
+    if hours >= 48:
+        return say("link.expires_days", days=hours // 24, until=until)
+    return say("link.expires_hour", until=until) if hours == 1 else say("link.expires_hours", hours=hours, until=until)
 
 
 def _compose(to: str, subject: str, body: str) -> EmailMessage:
@@ -135,7 +137,11 @@ def prepare_invitation(offer: Offer, inviter: User, may_make_accounts: bool) -> 
     link, token = offer.invitation, offer.token
     assert link is not None and token is not None
     title = mail.one_line(link.survey.title if link.survey is not None else SITE_NAME)
-    role = ROLE_WORDS.get(link.role or "", ROLE_LABELS.get(link.role or "", "a member"))
+    role = (
+        say(ROLE_WORDS[link.role])
+        if link.role in ROLE_WORDS
+        else ROLE_LABELS.get(link.role or "") or say("mail.role_member")
+    )
     expires = expires_text(link)
     to = link.email if mail.configured(current_app.config) else None
     words = {"inviter": inviter.username, "title": title, "role": role, "expires": expires}
@@ -193,12 +199,9 @@ def invited_words(delivery: Delivery, offer: Offer) -> str:
     link = offer.invitation
     assert link is not None
     who, role = delivery.addressee, ROLE_LABELS.get(link.role or "", link.role or "")
-    waits = (
-        f"{who} is invited as a {role}, {delivery.expires}. If {who} is the username or e-mail address of an "
-        "account here, the offer waits on that account's start page until it is accepted."
-    )
+    waits = say("invited.waits", who=who, role=role, expires=delivery.expires)
     if delivery.reason == "told":
-        return f"{waits} An e-mail went to {delivery.sent_to}."
+        return say("invited.told", waits=waits, sent_to=delivery.sent_to)
     if delivery.reason == "not-told":
-        return f"{waits} The e-mail to {who} could not be sent: {delivery.error}."
+        return say("invited.not_told", waits=waits, who=who, error=delivery.error)
     return waits
