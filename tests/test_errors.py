@@ -55,7 +55,7 @@ def test_an_error_is_its_code_params_and_the_catalogs_english():
     assert error.message == str(error) == "is longer than 200 characters"
     assert NotFound("nothing_here").status == 404 and Frozen().code == "survey.frozen" and Frozen().status == 409
     problem = error.to_json()
-    assert problem["type"].endswith("#text.too_long") and problem["title"] == "Bad Request"
+    assert problem["type"] == "urn:survey:error:text.too_long" and problem["title"] == "Bad Request"
     assert problem["detail"] == problem["error"] == "is longer than 200 characters"
     assert (problem["code"], problem["params"], problem["path"], problem["status"]) == (
         "text.too_long",
@@ -130,7 +130,7 @@ def test_a_json_error_is_a_problem_that_keeps_its_error_member(client, small_sur
     problem = response.get_json()
     assert problem["code"] == "submission.unknown_question" and problem["params"] == {"key": "nope"}
     assert problem["path"] == ["answers", "nope"] and problem["status"] == 400 and problem["title"] == "Bad Request"
-    assert problem["type"] == "/docs/errors#submission.unknown_question"
+    assert problem["type"] == "urn:survey:error:submission.unknown_question"
     assert problem["detail"] == problem["error"] == "unknown question 'nope': this survey has no such question"
     missing = client.get("/api/surveys/no-such-survey/results", headers={"Accept": "application/json"})
     assert missing.mimetype == "application/problem+json" and missing.get_json()["code"].startswith(("http.", "auth."))

@@ -28,8 +28,9 @@ from .messages import MESSAGES, PHRASES
 
 Path = tuple[str | int, ...]
 
-#: Where the codes are documented; a problem's ``type`` is this with the code as fragment.
-ERRORS_DOC = "/docs/errors"
+#: A problem's ``type`` is this followed by the code: a name that stays, not an address to fetch
+#: (the codes are documented in docs/errors.md).
+PROBLEM_TYPE = "urn:survey:error:"
 
 
 def _json_value(value: Any) -> Any:
@@ -72,13 +73,13 @@ class DomainError(ValueError):
         return PHRASES["placed"].format(where=self.where, message=self.message) if self.where else self.message
 
     def to_json(self, detail: str | None = None, title: str | None = None) -> dict[str, Any]:
-        """The body of a JSON error response, an RFC 9457 problem: ``type`` (where the code is
-        documented), ``title`` (the status's phrase), ``status``, ``detail`` (the sentence; ``detail`` when given, as a
+        """The body of a JSON error response, an RFC 9457 problem: ``type`` (a URN naming the
+        code), ``title`` (the status's phrase), ``status``, ``detail`` (the sentence; ``detail`` when given, as a
         translated one), and the members ``code``, ``params``, ``path`` (a list) and ``error`` (the
         sentence again, for clients written before the problem members)."""
         text = str(self) if detail is None else detail
         return {
-            "type": f"{ERRORS_DOC}#{self.code}",
+            "type": PROBLEM_TYPE + self.code,
             "title": title or HTTPStatus(self.status).phrase,
             "status": self.status,
             "detail": text,

@@ -495,7 +495,7 @@ A JSON error is an RFC 9457 problem, `Content-Type: application/problem+json`:
 
 ```json
 {
-  "type": "/docs/errors#submission.unknown_question",
+  "type": "urn:survey:error:submission.unknown_question",
   "title": "Bad Request",
   "status": 400,
   "detail": "unknown question 'nope': this survey has no such question",
@@ -506,12 +506,12 @@ A JSON error is an RFC 9457 problem, `Content-Type: application/problem+json`:
 }
 ```
 
-`detail` and `error` hold the same sentence (`error` is the member clients read before the problem
-members were added). `path` says which input is at fault, as keys and indices into what was sent
-(empty for the request as a whole). An imported spec's errors say the place in words before the
-sentence ("question 2 ('q2'), field 'privacy.epsilon': ..."); `params` never hold it. Errors that are
-only their status (a 404, a 405, a refused CSRF token) are problems too, with `type` `about:blank`
-and the code `http.<status>`.
+`type` names the code as a URN (nothing to fetch: this page documents it). `detail` and `error` hold
+the same sentence (`error` is the member clients read before the problem members were added). `path`
+says which input is at fault, as keys and indices into what was sent (empty for the request as a
+whole). An imported spec's errors say the place in words before the sentence ("question 2 ('q2'),
+field 'privacy.epsilon': ..."); `params` never hold it. Errors that are only their status (a 404, a
+405, a refused CSRF token) are problems too, with `type` `about:blank` and the code `http.<status>`.
 
 The place in words and the way it goes before the sentence are phrases of the same file
 (`PHRASES`: `place.question`, `place.field`, `placed`, ...), translated like the sentences.
