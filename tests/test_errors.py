@@ -5,6 +5,8 @@ problems that keep the ``error`` member."""
 from __future__ import annotations
 
 import ast
+import copy
+import pickle
 import shlex
 from pathlib import Path
 
@@ -63,6 +65,18 @@ def test_an_error_is_its_code_params_and_the_catalogs_english():
         ["title"],
         400,
     )
+
+
+def test_an_error_survives_a_copy_and_pickling():
+    for error in (DomainError("text.too_long", path=("title",), limit=200, where="survey"), Frozen(path=("q",))):
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is type(error) and str(again) == str(error) == str(copy.copy(error))
+        assert (again.code, again.params, again.status, again.path) == (
+            error.code,
+            error.params,
+            error.status,
+            error.path,
+        )
 
 
 def test_every_raise_site_names_a_catalogued_code_never_a_sentence():

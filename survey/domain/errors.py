@@ -64,6 +64,10 @@ class DomainError(ValueError):
         self.path: Path = tuple(path)
         self.where = where
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the exception's args hold the sentence, which is no code: copy and pickle by the code
+        return (_rebuilt, (type(self), self.code, self.status, self.path, self.where, self.params))
+
     @property
     def template(self) -> str:
         """The catalog's English template of this error's code."""
@@ -88,6 +92,14 @@ class DomainError(ValueError):
             "path": list(self.path),
             "error": text,
         }
+
+
+def _rebuilt(
+    cls: type[DomainError], code: str, status: int, path: Path, where: str | None, params: dict[str, Any]
+) -> DomainError:
+    error = DomainError.__new__(cls)
+    DomainError.__init__(error, code, status=status, path=path, where=where, **params)
+    return error
 
 
 class NotFound(DomainError):
