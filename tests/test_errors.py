@@ -55,7 +55,7 @@ def test_an_error_is_its_code_params_and_the_catalogs_english():
     error = DomainError("text.too_long", path=("title",), limit=200)
     assert (error.code, error.params, error.status, error.path) == ("text.too_long", {"limit": 200}, 400, ("title",))
     assert error.message == str(error) == "is longer than 200 characters"
-    assert NotFound("nothing_here").status == 404 and Frozen().code == "survey.frozen" and Frozen().status == 409
+    assert NotFound("page.nothing_here").status == 404 and Frozen().code == "survey.frozen" and Frozen().status == 409
     problem = error.to_json()
     assert problem["type"] == "urn:survey:error:text.too_long" and problem["title"] == "Bad Request"
     assert problem["detail"] == problem["error"] == "is longer than 200 characters"
@@ -110,8 +110,9 @@ def test_every_catalogued_code_is_used_somewhere():
 
 
 def test_every_template_fills_and_its_code_is_dotted_lowercase():
+    assert all(code == code.lower() and "." in code for code in PHRASES)
     for code, entry in MESSAGES.items():
-        assert code == code.lower() and " " not in code, code
+        assert code == code.lower() and " " not in code and "." in code, code
         assert entry.status in (400, 401, 403, 404, 409, 415, 422, 429, 503), code
         for name in placeholders(entry.template):
             assert name.isidentifier() and name not in ("status", "path", "where"), (code, name)

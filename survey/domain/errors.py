@@ -74,7 +74,11 @@ class DomainError(ValueError):
         return MESSAGES[self.code].template
 
     def __str__(self) -> str:
-        return PHRASES["placed"].format(where=self.where, message=self.message) if self.where else self.message
+        return (
+            PHRASES["place.before_sentence"].format(where=self.where, message=self.message)
+            if self.where
+            else self.message
+        )
 
     def to_json(self, detail: str | None = None, title: str | None = None) -> dict[str, Any]:
         """The body of a JSON error response, an RFC 9457 problem: ``type`` (a URN naming the

@@ -57,10 +57,12 @@ MESSAGES: dict[str, Message] = {
     # -- answer --
     "answer.not_option_code": Message(400, N_("question {key!r}: the answer must be an option code, not {value!r}")),
     "answer.number_not_whole": Message(
-        400, N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value!r}")
+        400,
+        N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value!r}"),
     ),
     "answer.number_out_of_range": Message(
-        400, N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value:,}")
+        400,
+        N_("question {key!r}: the answer must be a whole number from {low:,} to {high:,}, got {value:,}"),
     ),
     "answer.option_code_not_whole": Message(
         400,
@@ -166,14 +168,14 @@ MESSAGES: dict[str, Message] = {
         ),
     ),
     "mail.not_written": Message(400, N_("The e-mail could not be written ({reason}); nothing was saved.")),
-    # -- nothing_here --
-    "nothing_here": Message(404, N_("There is nothing here.")),
     # -- number --
     "number.blank": Message(400, N_("enter the {what}")),
     "number.invalid": Message(400, N_("must be {rule}")),
     "number.not_finite": Message(400, N_("{name} must be a finite number, got {typed!r}")),
     "number.not_number": Message(400, N_("{name} must be a number, got {typed!r}")),
     "number.out_of_range": Message(400, N_("must be a whole number from {low:,} to {high:,}")),
+    # -- page --
+    "page.nothing_here": Message(404, N_("There is nothing here.")),
     # -- password --
     "password.length": Message(400, N_("Use {least} to {most} characters.")),
     "password.unchanged": Message(400, N_("The new password is the same as the current one.")),
@@ -438,7 +440,7 @@ PHRASES: dict[str, str] = {
     "place.question": N_("question {number}"),
     "place.question_key": N_("question {number} ({key!r})"),
     "place.field": N_("{place}, field '{field}'"),
-    "placed": N_("{where}: {message}"),
+    "place.before_sentence": N_("{where}: {message}"),
     "preview.parameter_blank": N_("Type {named}: {rule}."),
     "rule.target_margin": N_("a share between 0 and 1, at least {least:g} (0.1 percentage points), such as 0.05"),
     "rule.epsilon_cap": N_("a number greater than 0, or left out for no cap"),
@@ -514,7 +516,7 @@ field 'privacy.epsilon': ..."); `params` never hold it. Errors that are only the
 405, a refused CSRF token) are problems too, with `type` `about:blank` and the code `http.<status>`.
 
 The place in words and the way it goes before the sentence are phrases of the same file
-(`PHRASES`: `place.question`, `place.field`, `placed`, ...), translated like the sentences.
+(`PHRASES`: `place.question`, `place.field`, `place.before_sentence`, ...), translated like the sentences.
 
 The sentences are templates in Python's `str.format` syntax (`{key!r}` is the value quoted as
 Python writes it, `{low:,}` a number with thousands separators). Each is marked for translation, so

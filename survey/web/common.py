@@ -138,7 +138,7 @@ def localized(error: DomainError, *, placed: bool = False) -> str:
     """``error``'s sentence in the request's language (its template through gettext, then filled
     with its params); with ``placed``, after the place in words as ``str(error)`` puts it."""
     text = say(error.code, **error.params)
-    return say("placed", where=error.where, message=text) if placed and error.where else text
+    return say("place.before_sentence", where=error.where, message=text) if placed and error.where else text
 
 
 def json_error(error: DomainError) -> tuple[Response, int]:

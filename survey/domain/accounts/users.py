@@ -36,7 +36,7 @@ def is_admin(user: User | None) -> bool:
 
 def require_admin(user: User | None) -> None:
     if not is_admin(user):
-        raise NotFound("nothing_here")
+        raise NotFound("page.nothing_here")
 
 
 def all_users(session: Session, actor: User) -> list[User]:
@@ -82,7 +82,7 @@ def _keep_an_administrator(session: Session, actor: User, user: User) -> None:
         .execution_options(populate_existing=True)
     ).all()
     if actor not in administrators:  # demoted or disabled by someone else a moment ago
-        raise NotFound("nothing_here")
+        raise NotFound("page.nothing_here")
     if user in administrators and len(administrators) <= 1:
         raise Conflict("user.last_administrator", path=("user_id",))
 
