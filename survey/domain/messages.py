@@ -325,6 +325,7 @@ MESSAGES: dict[str, Message] = {
     "spec.status_unknown": Message(400, N_("must be one of {statuses}")),
     "spec.unknown_field": Message(400, N_("unknown field {field!r} (allowed: {allowed})")),
     # -- submission --
+    "submission.answered_twice": Message(400, N_("Question {key!r} was answered twice.")),
     "submission.answers_not_object": Message(
         400,
         N_("answers must be an object mapping question keys to option codes or numbers"),
@@ -346,6 +347,7 @@ MESSAGES: dict[str, Message] = {
         409,
         N_("The survey changed while your answers were sent; please send them again."),
     ),
+    "submission.unexpected_field": Message(400, N_("Unexpected field {name!r}.")),
     "submission.unknown_question": Message(400, N_("unknown question {key!r}: this survey has no such question")),
     # -- survey --
     "survey.access_unknown": Message(400, N_("Access must be one of: {modes}.")),
@@ -457,6 +459,7 @@ PHRASES: dict[str, str] = {
     "mail.role_researcher": N_("a researcher (you would see its results and downloads)"),
     "mail.role_member": N_("a member"),
     "quota.per_hour": N_("{amount} per hour"),
+    "submission.nothing_stored": N_("{message} Nothing was stored."),
     "quota.per_day": N_("{amount} per day"),
     "quota.per_minute": N_("{amount} per minute"),
     "quota.per_seconds": N_("{amount} per {seconds} seconds"),

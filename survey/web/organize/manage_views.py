@@ -196,7 +196,7 @@ def _confirm(
 def _owner_only(survey: Survey, what: str):
     """The management page with the reason (403) when the signed-in user does not own ``survey``."""
     if survey_access(me(), survey).role != OWNER:
-        return _render_share(survey, 403, lifecycle_error=f"Only the survey's owner can {what}.")
+        return _render_share(survey, 403, lifecycle_error=say("survey.owner_only", what=what))
     return None
 
 

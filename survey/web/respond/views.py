@@ -16,7 +16,7 @@ from survey.domain.responses.submissions import FormCache, Recorded, SubmissionF
 from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
-from ..common import json_error, localized
+from ..common import json_error, localized, say
 from . import bp
 from .page import contact_href, option_label, survey_page
 
@@ -136,10 +136,11 @@ def submit_form(slug: str):
         values = request.form.getlist(name)
         # The page shown again with the reason checks first that this respondent may see it.
         if not name.startswith(FIELD_PREFIX):
-            message = f"Unexpected field {name!r}. Nothing was stored."
+            message = say("submission.nothing_stored", message=say("submission.unexpected_field", name=name))
             return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         if len(values) > 1:
-            message = f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored."
+            twice = say("submission.answered_twice", key=name[len(FIELD_PREFIX) :])
+            message = say("submission.nothing_stored", message=twice)
             return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
@@ -149,7 +150,11 @@ def submit_form(slug: str):
         if survey.access == "invitation" and isinstance(error, Forbidden):
             return _invitation_page(survey, error)
         return _render_form(
-            survey, f"{localized(error)} Nothing was stored.", error.status, invitation=invitation, submission_key=key
+            survey,
+            say("submission.nothing_stored", message=localized(error)),
+            error.status,
+            invitation=invitation,
+            submission_key=key,
         )
     return redirect(url_for("respond.thanks", slug=slug, again=1 if recorded.already else None), code=303)
 
