@@ -149,3 +149,11 @@ def test_a_json_error_is_a_problem_that_keeps_its_error_member(client, small_sur
     assert problem["detail"] == problem["error"] == "unknown question 'nope': this survey has no such question"
     missing = client.get("/api/surveys/no-such-survey/results", headers={"Accept": "application/json"})
     assert missing.mimetype == "application/problem+json" and missing.get_json()["code"].startswith(("http.", "auth."))
+
+
+def test_every_registered_design_has_words_for_respondents():
+    """The privacy core holds no sentences for people; each design's are in wording.py, by id."""
+    from survey.domain.surveys.wording import DESIGN_WORDS
+    from survey.privacy.designs import DESIGNS
+
+    assert set(DESIGN_WORDS) == set(DESIGNS)
