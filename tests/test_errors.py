@@ -157,3 +157,27 @@ def test_every_registered_design_has_words_for_respondents():
     from survey.privacy.designs import DESIGNS
 
     assert set(DESIGN_WORDS) == set(DESIGNS)
+
+
+def test_the_catalogs_status_is_the_one_answered():
+    """A raise site gives no status of its own but the catalog's, and a subclass (NotFound 404,
+    Forbidden 403, Conflict 409, TooMany 429) raises only codes whose catalogued status is its own,
+    so that docs/errors.md says the status a client gets."""
+    from survey.domain.accounts.quota import TooMany
+    from survey.domain.errors import Forbidden
+
+    classes = {cls.__name__: cls for cls in (NotFound, Forbidden, Conflict, Frozen, TooMany)}
+    wrong = []
+    for path, tree in _sources():
+        for call in _error_calls(tree):
+            first = call.args[0] if call.args else None
+            if not (isinstance(first, ast.Constant) and first.value in MESSAGES):
+                continue
+            where = f"{path.relative_to(ROOT)}:{call.lineno} {first.value}"
+            status = MESSAGES[first.value].status
+            if any(keyword.arg == "status" for keyword in call.keywords):
+                wrong.append(f"{where}: a status of its own")
+            name = call.func.id if isinstance(call.func, ast.Name) else None
+            if name in classes and classes[name].default_status != status:
+                wrong.append(f"{where}: a {name} catalogued as {status}")
+    assert not wrong, "\n".join(wrong)

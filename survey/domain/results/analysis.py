@@ -198,7 +198,7 @@ def _breakdown_row(data: dict[str, Any], group: dict[str, Any]) -> list[Any]:
 
 
 def _no_answers(question: Question) -> DomainError:
-    return DomainError("analysis.no_answers", status=409, path=("question",), key=question.key)
+    return DomainError("analysis.no_answers", path=("question",), key=question.key)
 
 
 def compare(
@@ -240,7 +240,7 @@ def compare(
             if value_b is not None and 0 <= value < table.shape[0] and 0 <= value_b < table.shape[1]:
                 table[value, value_b] += count
         if table.sum() == 0:
-            raise DomainError("comparison.no_answers", status=409, path=("by",), key=question.key, other=other.key)
+            raise DomainError("comparison.no_answers", path=("by",), key=question.key, other=other.key)
         result = association(mechanism, question_mechanism(other), table, level)
         return Comparison(survey, question, other, "association", result)
 
@@ -271,7 +271,6 @@ def check_association_size(question: Question, other: Question) -> None:
     if cells > MAX_ASSOCIATION_CELLS:
         raise DomainError(
             "association.too_large",
-            status=422,
             path=("by",),
             key=question.key,
             other=other.key,
@@ -434,7 +433,6 @@ def _design_matrix(values: np.ndarray, columns: list[tuple[int, int | None]]) ->
 def _too_large(patterns: int | str, coefficients: int) -> DomainError:
     return DomainError(
         "regression.too_large",
-        status=422,
         path=("covariates",),
         patterns=patterns,
         coefficients=coefficients,
@@ -479,7 +477,7 @@ def regression(
     most = MAX_REGRESSION_CELLS // 2
     rows = pattern_counts(session, outcome, code, covariates, limit=most + 1)
     if not rows:
-        raise DomainError("regression.no_answers", status=409, path=("outcome",))
+        raise DomainError("regression.no_answers", path=("outcome",))
     if len(rows) > most:
         raise _too_large(f"more than {most:,}", _number_of_coefficients(covariates))
     values = np.array([row[:-2] for row in rows], dtype=np.int64).reshape(len(rows), len(covariates))
@@ -515,7 +513,7 @@ def regression(
             names=names,
         )
     except ValueError as e:
-        raise DomainError("regression.not_fitted", status=409, path=("covariates",), reason=str(e)) from None
+        raise DomainError("regression.not_fitted", path=("covariates",), reason=str(e)) from None
     # the predictions, in the order of the codes: every pattern, or the MAX_PREDICTIONS with the most respondents
     busiest = sorted(range(len(rows)), key=lambda i: (-total[i], tuple(values[i])))[:MAX_PREDICTIONS]
     order = sorted(busiest, key=lambda i: tuple(values[i]))

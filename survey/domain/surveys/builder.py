@@ -62,7 +62,6 @@ def add_question(survey: Survey, raw: dict[str, Any]) -> Question:
         # analyses and exports stay within the bounds docs/analysis.md states)
         raise DomainError(
             "survey.too_many_questions",
-            status=409,
             path=("questions",),
             most=MAX_QUESTIONS,
         )
