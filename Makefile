@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # The PostgreSQL server the scale benchmark creates its databases on.
 BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test test-fast test-browser lint bench chromium r wrk clean
+.PHONY: run test test-fast test-browser lint bench chromium r wrk clean messages errors-doc
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +104,15 @@ test-fast: $(VENV)/.test-installed
 
 test-browser: $(VENV)/.test-installed chromium node_modules/.installed
 	$(BIN)/python -m pytest tests -m browser $(PYTEST_ARGS)
+
+# The translation template: every sentence marked for translation (N_, _, gettext) in survey/ and
+# templates/ (babel.cfg), into messages.pot (not committed: it is made again whenever it is needed).
+messages: $(VENV)/.installed
+	$(BIN)/pybabel extract --no-location --sort-output --ignore-dirs ".* _* node_modules instance" -F babel.cfg -k N_ -o messages.pot .
+
+# docs/errors.md, the table of every error code, from the catalog (survey/domain/messages.py).
+errors-doc: $(VENV)/.installed
+	$(BIN)/python -c "from survey.domain.messages import errors_table; open('docs/errors.md', 'w').write(errors_table())"
 
 bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/estimators.py --markdown benchmarks/estimators.md

@@ -656,7 +656,6 @@ FAKE = Design(
     others=(),
     build=lambda privacy, labels: FakeMirror(privacy.get("q")),
     solve=lambda eps, others, k: Warner.from_epsilon(eps).p,
-    describe=lambda mechanism, percent: "A fake.",
 )
 
 

@@ -42,6 +42,7 @@ from survey.domain.surveys.planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_M
 from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
 
 from .base import Base
+from .errors import Conflict
 
 STATUSES = ("draft", "open", "closed", "archived")
 #: The states a spec may ask for (a survey is archived by its owner, never created so).
@@ -59,17 +60,23 @@ def today() -> dt.date:
     return dt.datetime.now(dt.UTC).date()
 
 
+def refusal_on(status: str, opens_on: dt.date | None, closes_on: dt.date | None, day: dt.date) -> Conflict | None:
+    """Why a survey in this state refuses a submission made on ``day`` (None when it accepts it)."""
+    if status == "draft":
+        return Conflict("survey.not_published")
+    if status in ("closed", "archived"):
+        return Conflict("survey.closed")
+    if opens_on is not None and day < opens_on:
+        return Conflict("survey.not_open_yet", opens_on=opens_on.isoformat())
+    if closes_on is not None and day > closes_on:
+        return Conflict("survey.closed_on", closes_on=closes_on.isoformat())
+    return None
+
+
 def accepting_on(status: str, opens_on: dt.date | None, closes_on: dt.date | None, day: dt.date) -> tuple[bool, str]:
     """Whether a survey in this state accepts a submission made on ``day``, and if not, why (in words)."""
-    if status == "draft":
-        return False, "This survey is not published yet."
-    if status in ("closed", "archived"):
-        return False, "This survey is closed and no longer accepts answers."
-    if opens_on is not None and day < opens_on:
-        return False, f"This survey opens on {opens_on.isoformat()}."
-    if closes_on is not None and day > closes_on:
-        return False, f"This survey closed on {closes_on.isoformat()} and no longer accepts answers."
-    return True, ""
+    refusal = refusal_on(status, opens_on, closes_on, day)
+    return refusal is None, refusal.message if refusal is not None else ""
 
 
 class User(Base):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import DomainError, Path
+from .messages import message
 
 # -- where an input sits ----------------------------------------------------------------------------
 
@@ -41,12 +42,13 @@ class Place:
     path: Path = ()
     words: str | None = None
 
-    def error(self, message: str, *field: str | int, status: int | None = None) -> DomainError:
-        """The error about ``field`` of this place (the place itself when no field is given)."""
+    def error(self, code: str, /, *field: str | int, status: int | None = None, **params: Any) -> DomainError:
+        """The error ``code`` (filled with ``params``) about ``field`` of this place (the place itself
+        when no field is given)."""
         where = self.words
         if where is not None and field:
-            where = f"{where}, field '{dotted(field)}'"
-        return DomainError(message, status=status, path=(*self.path, *field), where=where)
+            where = message("place.field", place=where, field=dotted(field))
+        return DomainError(code, status=status, path=(*self.path, *field), where=where, **params)
 
     def within(self, *field: str | int, words: str | None = None) -> Place:
         """A place inside this one (a question inside the survey)."""
@@ -70,13 +72,14 @@ TEXT_LIMITS = {
 
 
 def text_problem(value: str) -> str | None:
-    """A reason ``value`` is not storable text, or None when it is fine."""
+    """The code of the reason ``value`` is not storable text ("text.nul", "text.not_unicode"), or
+    None when it is fine."""
     if "\x00" in value:
-        return "contains a NUL character, which is not text"
+        return "text.nul"
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return "contains characters that are not valid Unicode text"
+        return "text.not_unicode"
     return None
 
 
@@ -86,9 +89,9 @@ def text(value: Any, place: Place, *field: str | int, limit: int, required: bool
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
-        raise place.error("must be a non-empty text" if required else "must be a text", *field)
+        raise place.error("text.required" if required else "text.not_text", *field)
     if len(value) > limit:
-        raise place.error(f"is longer than {limit} characters", *field)
+        raise place.error("text.too_long", *field, limit=limit)
     problem = text_problem(value)
     if problem:
         raise place.error(problem, *field)
@@ -122,14 +125,14 @@ def is_number(value: Any) -> bool:
 def number(value: Any, place: Place, *field: str | int, rule: str, ok: Callable[[float], bool]) -> float:
     """``value`` as a float if it is a number for which ``ok`` holds; otherwise "must be ``rule``"."""
     if not is_number(value) or not ok(value):
-        raise place.error(f"must be {rule}", *field)
+        raise place.error("number.invalid", *field, rule=rule)
     return float(value)
 
 
 def whole_number(value: Any, place: Place, *field: str | int, low: int, high: int) -> int:
     """``value`` if it is a whole number (an int, not a float) from ``low`` to ``high``."""
     if not is_number(value) or not isinstance(value, int) or not low <= value <= high:
-        raise place.error(f"must be a whole number from {low:,} to {high:,}", *field)
+        raise place.error("number.out_of_range", *field, low=low, high=high)
     return value
 
 
@@ -152,13 +155,13 @@ def finite_number(typed: Any, place: Place, *field: str | int, name: str, what: 
     """A number typed into input ``name`` (text) as a float: blank asks for ``what``, anything else
     must be a finite number."""
     if is_blank(typed):
-        raise place.error(f"enter the {what}", *field)
+        raise place.error("number.blank", *field, what=what)
     try:
         value = float(typed)
     except (TypeError, ValueError, OverflowError):
-        raise place.error(f"{name} must be a number, got {typed!r}", *field) from None
+        raise place.error("number.not_number", *field, name=name, typed=typed) from None
     if not math.isfinite(value):
-        raise place.error(f"{name} must be a finite number, got {typed!r}", *field)
+        raise place.error("number.not_finite", *field, name=name, typed=typed)
     return value
 
 
@@ -169,7 +172,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise DomainError(f"the key {key!r} appears twice in one object; which one is meant is unclear")
+            raise DomainError("json.duplicate_key", key=key)
         seen[key] = value
     return seen
 
@@ -184,19 +187,19 @@ def parse_json(document: str | bytes, subject: str) -> Any:
         try:
             document = document.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise DomainError(f"{subject} is not valid UTF-8 text") from None
+            raise DomainError("json.not_utf8", subject=subject) from None
     try:
         return json.loads(document, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as error:
         raise DomainError(
-            f"{subject} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+            "json.invalid", subject=subject, msg=error.msg, lineno=error.lineno, colno=error.colno
         ) from None
     except RecursionError:
-        raise DomainError(f"{subject} is nested far deeper than any survey document") from None
+        raise DomainError("json.too_deep", subject=subject) from None
     except DomainError:  # a key given twice (before ValueError: it is one)
         raise
     except ValueError:  # e.g. an integer of thousands of digits
-        raise DomainError(f"{subject} holds a number far too long for any field") from None
+        raise DomainError("json.number_too_long", subject=subject) from None
 
 
 # -- the ε cap -----------------------------------------------------------------------------------------

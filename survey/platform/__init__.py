@@ -18,11 +18,11 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 def init_app(app: Flask) -> None:
     """Request bodies bounded whatever their framing, proxies, the database (connections checked
-    before use, outages noted) and its migrations, CSRF, sign-in sessions, the health check, rate
+    before use, outages noted) and its migrations, translations, CSRF, sign-in sessions, the health check, rate
     limits, security headers and error pages, log scrubbing and the CLI commands."""
     from . import cli, connections, logs, security
     from .bodies import BoundedRequest
-    from .extensions import csrf, db, login_manager, migrate
+    from .extensions import babel, csrf, db, login_manager, migrate
     from .health import bp as health_bp
     from .limits import limiter
 
@@ -44,6 +44,8 @@ def init_app(app: Flask) -> None:
         connections.check_connections_before_use(db.engine)
         connections.wait_for_sqlite_writers(db.engine)
         connections.erase_deleted_sqlite_rows(db.engine)
+    app.config.setdefault("BABEL_DEFAULT_LOCALE", "en")
+    babel.init_app(app)
     csrf.init_app(app)
     login_manager.init_app(app)
     app.register_blueprint(health_bp)

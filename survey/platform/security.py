@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from flask import Flask, Response, abort, current_app, g, jsonify, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
+from survey.domain.messages import message
 from survey.domain.validation import text_problem
 
 #: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
@@ -43,9 +46,32 @@ def wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
+#: The media type of an RFC 9457 problem, the shape of every JSON error.
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_response(status: int, message: str) -> Response:
+    """An error that is only its status (a 404, a 405, a refused CSRF token) as an RFC 9457 problem:
+    ``type`` "about:blank", the code ``http.<status>``, and ``error`` (the sentence, as before the
+    problem members). A domain error carries its own code (survey.web.common.json_error)."""
+    response = jsonify(
+        type="about:blank",
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=message,
+        code=f"http.{status}",
+        params={},
+        path=[],
+        error=message,
+    )
+    response.mimetype = PROBLEM_JSON
+    response.status_code = status
+    return response
+
+
 def error_response(status: int, message: str) -> tuple[Response | str, int]:
     if wants_json():
-        return jsonify(error=message, status=status), status
+        return problem_response(status, message), status
     # A refusal (4xx) comes before any change, or after one that was rolled back; an unexpected
     # error (5xx) may come after a commit, so the page says nothing was changed only when it knows.
     unchanged = status < 500 or request.method in ("GET", "HEAD", "OPTIONS")
@@ -104,7 +130,7 @@ def init_app(app: Flask) -> None:
         for value in values:
             problem = text_problem(value)
             if problem:
-                abort(400, description=f"The request {problem}. Nothing was changed.")
+                abort(400, description=f"The request {message(problem)}. Nothing was changed.")
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):

@@ -4,7 +4,8 @@ One frozen :class:`Design` per design: its id (the spec's ``privacy.design``), i
 summary for organizers, the question kinds it serves, its parameters (names, labels, ranges,
 defaults, and which one an organizer may give instead of ε), how the spec's ``privacy`` object is
 made from a privacy level (:meth:`Design.from_level`), how its mechanism is built
-(:meth:`Design.mechanism`) and how it is told to a respondent in words (:meth:`Design.words`).
+(:meth:`Design.mechanism`). How it is told to a respondent in words is not here: the privacy core
+holds no sentences for respondents (survey/domain/surveys/wording.py has them, by design id).
 
 The spec's validation, the builder's form and live preview, the results page and the plain-words
 descriptions all read this registry, so they cannot disagree about which designs exist or what they
@@ -50,9 +51,6 @@ __all__ = [
 #: The question kinds a design can serve (a "direct" question has no design).
 KINDS = ("yes_no", "choice")
 
-#: Writes a share for a person: 0.25 → "25%" (the domain's wording passes its own).
-Percent = Callable[[float], str]
-
 
 @dataclass(frozen=True)
 class Parameter:
@@ -79,6 +77,10 @@ class Parameter:
     per_option: bool = False
     #: What a valid value is, in plain words that follow "must be" (the builder's messages).
     rule: str = "a number from 0 to 1"
+    #: The label as it reads inside a sentence ("Type the truth probability: …") and at the start of
+    #: one ("The truth probability must be …"); the label itself when not given.
+    phrase: str | None = None
+    subject: str | None = None
 
     @property
     def field(self) -> str:
@@ -120,8 +122,6 @@ class Design:
     build: Callable[[Mapping[str, Any], Sequence[str] | None], Mechanism] = field(repr=False)
     #: ε, the other parameters, the number of options → the ``level`` parameter's value.
     solve: Callable[[float, Mapping[str, Any], int], Any] = field(repr=False)
-    #: The mechanism and a way to write shares → what the respondent's browser does, in words.
-    describe: Callable[[Mechanism, Percent], str] = field(repr=False)
     #: Whether the spec may hold ``epsilon`` itself instead of ``level`` (then exactly one of them).
     epsilon_in_spec: bool = False
 
@@ -174,54 +174,10 @@ class Design:
         design knows its own); raises :class:`ParameterError` naming the parameter at fault."""
         return self.build(privacy, labels)
 
-    def words(self, mechanism: Mechanism, percent: Percent) -> str:
-        """What the respondent's browser does with the answer, in one or two sentences."""
-        return self.describe(mechanism, percent)
-
 
 # -- the entries -------------------------------------------------------------------------------------
 
 TRUTH = "truth_probability"
-
-
-def _coin_words(mechanism: Mechanism, percent: Percent) -> str:
-    params = mechanism.parameters
-    p = params.get("truth_probability", params.get("sensitive_probability"))
-    f = params.get("yes_probability", params.get("unrelated_yes_rate"))
-    return (
-        f"Before anything is sent, your browser flips a virtual coin: {percent(p)} of the time it sends "
-        f"your answer; otherwise it sends “yes” with a chance of {percent(f)} and “no” otherwise, "
-        "whatever you answered."
-    )
-
-
-def _warner_words(mechanism: Mechanism, percent: Percent) -> str:
-    p = mechanism.parameters["p"]
-    return (
-        f"Before anything is sent, your browser sends your answer {percent(p)} of the time and the "
-        f"opposite answer {percent(1 - p)} of the time."
-    )
-
-
-def _grr_words(mechanism: Mechanism, percent: Percent) -> str:
-    p = mechanism.truth_probability
-    others = mechanism.k - 1
-    if others == 1:
-        return (
-            f"Before anything is sent, your browser keeps your answer {percent(p)} of the time and sends the "
-            f"other answer {percent(1 - p)} of the time."
-        )
-    return (
-        f"Before anything is sent, your browser keeps your answer {percent(p)} of the time; otherwise it "
-        f"sends one of the other {others} options, picked at random."
-    )
-
-
-def _forced_words(mechanism: Mechanism, percent: Percent) -> str:
-    return (
-        f"Before anything is sent, your browser keeps your answer {percent(mechanism.truth_probability)} "
-        "of the time; otherwise it sends an option drawn at random with fixed chances."
-    )
 
 
 def _grr(privacy: Mapping[str, Any], labels: Sequence[str] | None) -> Mechanism:
@@ -250,6 +206,8 @@ DESIGNS: dict[str, Design] = {
                 "Truth probability",
                 "The chance that the first coin says “send the true answer”.",
                 low_open=True,
+                phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number above 0 and at most 1, for example 0.5",
             ),
             others=(
@@ -258,13 +216,14 @@ DESIGNS: dict[str, Design] = {
                     "Forced “yes” probability",
                     "When the first coin says “don't”, the chance that “yes” is sent. 0.5 protects both answers.",
                     default=0.5,
+                    phrase="the forced “yes” probability",
+                    subject="The forced “yes” probability",
                     rule="a number from 0 to 1, for example 0.5 (0 or 1 protects only one answer, so such a "
                     "design cannot be set by ε: set it by its truth probability)",
                 ),
             ),
             build=lambda s, labels: CoinFlip(s.get(TRUTH), s.get("yes_probability")),
             solve=lambda eps, o, k: CoinFlip.from_epsilon(eps, o["yes_probability"]).truth_probability,
-            describe=_coin_words,
         ),
         Design(
             id="warner",
@@ -276,13 +235,14 @@ DESIGNS: dict[str, Design] = {
                 "Truth probability",
                 "The chance that the true answer is sent (otherwise the opposite one); not 0.5.",
                 input=TRUTH,
+                phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number from 0 to 1 other than 0.5, for example 0.75 (at 0.5 what is sent says "
                 "nothing about the answer; at 0 or 1 it reveals the answer)",
             ),
             others=(),
             build=lambda s, labels: Warner(s.get("p")),
             solve=lambda eps, o, k: Warner.from_epsilon(eps).p,
-            describe=_warner_words,
         ),
         Design(
             id="unrelated_question",
@@ -295,6 +255,8 @@ DESIGNS: dict[str, Design] = {
                 "Sensitive-question probability",
                 "The chance that the true answer is sent; otherwise the browser answers the unrelated question.",
                 low_open=True,
+                phrase="the sensitive-question probability",
+                subject="The sensitive-question probability",
                 rule="a number above 0 and at most 1, for example 0.7",
             ),
             others=(
@@ -303,13 +265,14 @@ DESIGNS: dict[str, Design] = {
                     "“Yes” rate of the unrelated question",
                     "How often the innocuous question is answered “yes”, known in advance (for example 1/12 "
                     "for “were you born in April?”, written 0.0833).",
+                    phrase="the “yes” rate of the unrelated question",
+                    subject="The “yes” rate of the unrelated question",
                     rule="a number from 0 to 1, for example 0.0833 (0 or 1 protects only one answer, so such a "
                     "design cannot be set by ε: set it by its sensitive-question probability)",
                 ),
             ),
             build=lambda s, labels: UnrelatedQuestion(s.get("sensitive_probability"), s.get("unrelated_yes_rate")),
             solve=lambda eps, o, k: UnrelatedQuestion.from_epsilon(eps, o["unrelated_yes_rate"]).sensitive_probability,
-            describe=_coin_words,
         ),
         Design(
             id="grr",
@@ -320,13 +283,14 @@ DESIGNS: dict[str, Design] = {
                 TRUTH,
                 "Truth probability",
                 "The chance that the browser sends the true answer; above 1 divided by the number of options.",
+                phrase="the truth probability",
+                subject="The truth probability",
                 rule="a number above 1 divided by the number of options (above 0.5 for yes / no) and at most 1, "
                 "for example 0.75",
             ),
             others=(),
             build=_grr,
             solve=lambda eps, o, k: GeneralizedRR(k, epsilon=eps).truth_probability,
-            describe=_grr_words,
             epsilon_in_spec=True,
         ),
         Design(
@@ -341,13 +305,14 @@ DESIGNS: dict[str, Design] = {
                 "(for example 0.1, 0.1, 0.1); together below 1. Set by ε, every option gets the same chance.",
                 high_open=True,
                 per_option=True,
+                phrase="the forcing probabilities",
+                subject="The forcing probabilities",
                 rule="one number from 0 to 1 per option, separated by commas and together below 1, for example "
                 "0.1, 0.1, 0.1",
             ),
             others=(),
             build=lambda s, labels: ForcedResponse(s.get("forced", ()), labels=labels),
             solve=lambda eps, o, k: ForcedResponse.from_epsilon(eps, k).parameters["forced"],
-            describe=_forced_words,
         ),
     )
 }

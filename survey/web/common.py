@@ -16,14 +16,17 @@ from typing import Any, ClassVar, TypeVar
 
 from flask import Flask, Response, current_app, flash, g, jsonify, redirect, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from flask_login import current_user
 
 from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey_access
 from survey.domain.errors import DomainError, Path
+from survey.domain.messages import message, template
 from survey.domain.models import Membership, Survey, User
 from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
 from survey.platform.extensions import db
-from survey.platform.security import MESSAGES, error_response, wants_json
+from survey.platform.security import MESSAGES as PAGE_MESSAGES
+from survey.platform.security import PROBLEM_JSON, error_response, wants_json
 
 #: In a path pattern, matches any one key or index.
 ANY = "*"
@@ -66,7 +69,7 @@ class FormErrors:
 
     def message_for(self, error: DomainError, field: str | None) -> str:
         """The words shown next to ``field``: the message without its place (the input is the place)."""
-        return error.message if field else str(error)
+        return localized(error) if field else localized(error, placed=True)
 
     def add_error(self, name: str | None, message: str) -> None:
         field = self._fields.get(name) if name else None  # type: ignore[attr-defined]
@@ -125,17 +128,36 @@ def commit_or_refuse(
     return done(result)
 
 
+def say(code: str, /, **params: Any) -> str:
+    """The sentence of catalog entry ``code`` (an error code or a phrase) in the request's language,
+    filled with ``params``."""
+    return gettext(template(code)).format(**params)
+
+
+def localized(error: DomainError, *, placed: bool = False) -> str:
+    """``error``'s sentence in the request's language (its template through gettext, then filled
+    with its params); with ``placed``, after the place in words as ``str(error)`` puts it."""
+    text = say(error.code, **error.params)
+    return say("place.before_sentence", where=error.where, message=text) if placed and error.where else text
+
+
 def json_error(error: DomainError) -> tuple[Response, int]:
-    """``{"error", "status", "path"}`` with the error's status."""
-    return jsonify(error.to_json()), error.status
+    """The error as an RFC 9457 problem (``application/problem+json``): ``type``, ``title``,
+    ``status``, ``detail``, and ``code``, ``params``, ``path`` and ``error`` (the sentence, as before
+    the problem members), with the error's status."""
+    response = jsonify(error.to_json(detail=localized(error, placed=True)))
+    response.mimetype = PROBLEM_JSON
+    return response, error.status
 
 
 def _domain_error(error: DomainError):
     """A DomainError no view caught: its status and message, as a page or JSON. A 404 says only what
     any 404 says, so that it leaks nothing about what exists."""
     if error.status == 404:
-        return error_response(404, MESSAGES[404])
-    return error_response(error.status, str(error))
+        return error_response(404, PAGE_MESSAGES[404])
+    if wants_json():
+        return json_error(error)
+    return error_response(error.status, localized(error, placed=True))
 
 
 #: The endpoints that store a respondent's answers.
@@ -146,30 +168,23 @@ RETRY_AFTER_SECONDS = 30
 # What a request that met an unusable database says. Whether anything was stored is known only when
 # the request never got a connection (survey.platform.connections notes when it did): a connection
 # lost during a statement, or during its commit, may have stored it.
-ANSWERS_NOT_STORED = (
-    "The survey's database cannot be reached right now, so your answers were not received and nothing "
-    "was stored. Please send them again in a minute."
-)
-ANSWERS_MAYBE_STORED = (
-    "The survey's database stopped answering while your answers were being stored, so they may not have "
-    "been received. Please send them again in a minute: that is safe, they will not be counted twice."
-)
-CHANGE_NOT_MADE = "The database cannot be reached right now, so nothing was changed. Please try again in a minute."
-CHANGE_MAYBE_MADE = (
-    "The database stopped answering while your change was being saved, so it may or may not have been made. "
-    "In a minute, reload the page to see before you do it again."
-)
-PAGE_UNAVAILABLE = "This site cannot reach its database right now. Please try again in a minute."
+# The sentences themselves are in the catalog (survey/domain/messages.py); these are their English.
+ANSWERS_NOT_STORED = message("service.answers_not_stored")
+ANSWERS_MAYBE_STORED = message("service.answers_maybe_stored")
+CHANGE_NOT_MADE = message("service.change_not_made")
+CHANGE_MAYBE_MADE = message("service.change_maybe_made")
+PAGE_UNAVAILABLE = message("service.page_unavailable")
 
 
 def outage_message() -> str:
-    """The sentence for this request: what it was doing, and whether anything of it may be stored."""
+    """The code of the sentence for this request: what it was doing, and whether anything of it may
+    be stored."""
     reached = bool(g.get("database_reached"))
     if request.endpoint in SUBMISSIONS and request.method == "POST":
-        return ANSWERS_MAYBE_STORED if reached else ANSWERS_NOT_STORED
+        return "service.answers_maybe_stored" if reached else "service.answers_not_stored"
     if request.method in ("GET", "HEAD", "OPTIONS"):
-        return PAGE_UNAVAILABLE
-    return CHANGE_MAYBE_MADE if reached else CHANGE_NOT_MADE
+        return "service.page_unavailable"
+    return "service.change_maybe_made" if reached else "service.change_not_made"
 
 
 def _database_unavailable(error: Exception) -> Response:
@@ -179,9 +194,10 @@ def _database_unavailable(error: Exception) -> Response:
         raise error
     outage.failed(error)
     g.database_unavailable = True  # the response hooks must not touch the database again
-    message = outage_message()
+    code = outage_message()
+    message = say(code)
     if wants_json():
-        response = json_error(DomainError(message, status=503))[0]
+        response = json_error(DomainError(code))[0]
     else:
         # Its own page, rendered without the context processors: the site's layout and Flask-Login's
         # processor would ask the database who is signed in.
@@ -211,9 +227,11 @@ def _pending_role_offers() -> list[Membership]:
 
 
 def init_app(app: Flask) -> None:
-    """The error handler and the template helpers every blueprint's pages may use."""
+    """The error handler and the template helpers every blueprint's pages may use (``localized``:
+    a domain error's sentence in the request's language)."""
     app.register_error_handler(DomainError, _domain_error)
     for error in UNAVAILABLE:
         app.register_error_handler(error, _database_unavailable)
     app.add_template_global(_manage_access, "manage_access")
     app.add_template_global(_pending_role_offers, "pending_role_offers")
+    app.add_template_global(localized, "localized")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from urllib.parse import urlsplit
 
-from flask import current_app, request, url_for
+from flask import current_app, render_template, request, url_for
 from limits import parse
 
 from survey.domain.accounts.account_links import LIFETIMES, mark_mailed
@@ -33,15 +33,11 @@ from survey.domain.models import AccountLink, User
 from survey.platform import mail
 from survey.platform.extensions import db
 
+from .common import say
+
 SITE_NAME = "Private Survey"
-ROLE_WORDS = {
-    "organizer": "a co-organizer (you would build, run and share it)",
-    "researcher": "a researcher (you would see its results and downloads)",
-}
-NO_PUBLIC_URL = (
-    "No link or e-mail can be made: this site's public address (PUBLIC_URL) is not set. "
-    "Ask its administrator to set it; nothing was saved."
-)
+#: A role as an invitation's e-mail says it (catalog phrases).
+ROLE_WORDS = {"organizer": "mail.role_organizer", "researcher": "mail.role_researcher"}
 
 
 def public_url(endpoint: str, **values) -> str:
@@ -50,7 +46,7 @@ def public_url(endpoint: str, **values) -> str:
     base = current_app.config.get("PUBLIC_URL")
     if not base:
         if current_app.config.get("PUBLIC_URL_REQUIRED"):
-            raise DomainError(NO_PUBLIC_URL, status=503)
+            raise DomainError("mail.no_public_url")
         base = f"http://127.0.0.1:{request.environ.get('SERVER_PORT') or 5000}"
     parts = urlsplit(base)
     adapter = current_app.url_map.bind(parts.netloc, script_name=parts.path or "/", url_scheme=parts.scheme)
@@ -112,21 +108,25 @@ def expires_text(link: AccountLink) -> str:
     """When the link dies, in words: "for 7 days, until 2026-03-09 14:05 UTC"."""
     lifetime = LIFETIMES[link.purpose]
     hours = int(lifetime.total_seconds() // 3600)
-    span = f"{hours // 24} days" if hours >= 48 else ("1 hour" if hours == 1 else f"{hours} hours")
-    return f"for {span}, until {link.expires_at:%Y-%m-%d %H:%M} UTC"
+    until = f"{link.expires_at:%Y-%m-%d %H:%M}"
+    if hours >= 48:
+        return say("link.expires_days", days=hours // 24, until=until)
+    return say("link.expires_hour", until=until) if hours == 1 else say("link.expires_hours", hours=hours, until=until)
 
 
 def _compose(to: str, subject: str, body: str) -> EmailMessage:
     try:
         return mail.compose(current_app.config, to, subject, body)
     except mail.MailError as error:
-        raise DomainError(f"The e-mail could not be written ({error}); nothing was saved.", status=400) from error
+        raise DomainError("mail.not_written", reason=str(error)) from error
 
 
-def _closing(expires: str) -> str:
-    return (
-        f"The link works once, {expires}. If you did not expect this message, ignore it: nothing happens without you.\n"
-    )
+def _written(template: str, **values: str) -> tuple[str, str]:
+    """The subject and the body of the message ``templates/mail/<template>.txt`` writes: its first
+    line is the subject, and the body follows the blank line after it (plain text, not escaped)."""
+    text = render_template(f"mail/{template}.txt", site=SITE_NAME, **values)
+    subject, _, body = text.partition("\n\n")
+    return subject, body + "\n"
 
 
 def prepare_role_offer(offer: Offer, inviter: User, may_make_accounts: bool) -> Outgoing:
@@ -137,45 +137,33 @@ def prepare_role_offer(offer: Offer, inviter: User, may_make_accounts: bool) -> 
     link, token = offer.link, offer.token
     assert link is not None and token is not None
     title = mail.one_line(link.survey.title if link.survey is not None else SITE_NAME)
-    role = ROLE_WORDS.get(link.role or "", ROLE_LABELS.get(link.role or "", "a member"))
+    role = (
+        say(ROLE_WORDS[link.role])
+        if link.role in ROLE_WORDS
+        else ROLE_LABELS.get(link.role or "") or say("mail.role_member")
+    )
     expires = expires_text(link)
     to = link.email if mail.configured(current_app.config) else None
-    subject = f"{inviter.username} invites you to work on “{title}”"
-    opening = f"Hello,\n\n{inviter.username} invites you to work on the survey “{title}” in {SITE_NAME}, as {role}.\n\n"
+    words = {"inviter": inviter.username, "title": title, "role": role, "expires": expires}
     if may_make_accounts:
         url = public_url("auth.link", token=token)
-        body = (
-            opening + "To accept, open this link. There you can make an account (a username and a password), "
-            f"or sign in to the account you have and take the role with it:\n\n{url}\n\n" + _closing(expires)
-        )
+        subject, body = _written("invitation_link", url=url, **words)
         message = _compose(to, subject, body) if to else None
         return Outgoing(link, url, link.addressee, expires, to, message)
     if not to:
         return Outgoing(link, None, link.addressee, expires)
     start = public_url("results.index", _anchor="invitations")
-    body = (
-        opening + "If you have an account there with this address, sign in: the offer waits on your start page, "
-        f"where you accept or decline it (it lasts 7 days):\n\n{start}\n\n"
-        f"If you have none: accounts there are made by its administrators; ask {inviter.username} to have "
-        "one made for you. Until you accept, the role gives you nothing, and the survey is not in your list.\n"
-    )
+    subject, body = _written("invitation_offer", start=start, **words)
     return Outgoing(link, None, link.addressee, expires, to, _compose(to, subject, body))
 
 
 def prepare_password_link(link: AccountLink, token: str, admin: User) -> Outgoing:
     user = link.user
     username = user.username if user is not None else ""
-    if link.purpose == "setup":
-        subject = f"Your account on {SITE_NAME}"
-        opening = f"{admin.username} made an account for you on {SITE_NAME}, with the username {username}."
-        action = "To choose your password and sign in, open this link"
-    else:
-        subject = f"A new password for your account on {SITE_NAME}"
-        opening = f"{admin.username} lets you choose a new password for your account {username} on {SITE_NAME}."
-        action = "To choose it, open this link (your password stays as it is until you do)"
     url = public_url("auth.link", token=token)
     expires = expires_text(link)
-    body = f"Hello,\n\n{opening}\n\n{action}:\n\n{url}\n\n" + _closing(expires)
+    template = "account_setup" if link.purpose == "setup" else "account_reset"
+    subject, body = _written(template, admin=admin.username, username=username, url=url, expires=expires)
     to = link.email if mail.configured(current_app.config) else None
     return Outgoing(link, url, link.addressee, expires, to, _compose(to, subject, body) if to else None)
 
@@ -211,12 +199,9 @@ def invited_words(delivery: Delivery, offer: Offer) -> str:
     link = offer.link
     assert link is not None
     who, role = delivery.addressee, ROLE_LABELS.get(link.role or "", link.role or "")
-    waits = (
-        f"{who} is invited as a {role}, {delivery.expires}. If {who} is the username or e-mail address of an "
-        "account here, the offer waits on that account's start page until it is accepted."
-    )
+    waits = say("invited.waits", who=who, role=role, expires=delivery.expires)
     if delivery.reason == "told":
-        return f"{waits} An e-mail went to {delivery.sent_to}."
+        return say("invited.told", waits=waits, sent_to=delivery.sent_to)
     if delivery.reason == "not-told":
-        return f"{waits} The e-mail to {who} could not be sent: {delivery.error}."
+        return say("invited.not_told", waits=waits, who=who, error=delivery.error)
     return waits

@@ -45,7 +45,7 @@ def survey_for(session: Session, user: User | None, slug: str, need: str) -> Sur
     whether the survey does not exist or is not theirs, so that a slug leaks nothing."""
     survey = session.scalar(select(Survey).where(Survey.slug == slug))
     if survey is None or not allowed(user, survey, need):
-        raise NotFound("There is nothing here.")
+        raise NotFound("page.nothing_here")
     # A survey that no longer accepts answers can fill no batch: what it holds is released now,
     # before anyone with rights looks at its results (survey/domain/responses/mixing.py).
     release_if_closed(session, survey)

@@ -56,13 +56,6 @@ LIFETIMES = {
     "setup": dt.timedelta(days=7),
     "reset": dt.timedelta(hours=1),
 }
-DEAD_LINK = (
-    "This link does not work (any more): links work once, and only for a while. Ask whoever sent it for a new one."
-)
-ACCOUNTS_BY_ADMINISTRATORS = (
-    "Accounts on this site are made by its administrators. If you have an account, sign in and open this "
-    "link again to accept the role; if not, ask whoever invited you to ask an administrator for one."
-)
 MAX_EMAIL_LENGTH = 254
 MAX_USERNAME_LENGTH = 80
 _USERNAME = re.compile(r"[^\W_][\w.-]*")
@@ -85,7 +78,7 @@ def normalize_email(text: str | None, path: tuple[str, ...] = ("email",)) -> str
     # control and format characters (a newline among them) would end up in a mail header
     invisible = any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in email)
     if len(email) > MAX_EMAIL_LENGTH or invisible or not _EMAIL.fullmatch(email):
-        raise DomainError("This is not an e-mail address (like name@example.org).", path=path)
+        raise DomainError("email.invalid", path=path)
     return email
 
 
@@ -97,17 +90,16 @@ def check_username(session: Session, username: str | None, path: tuple[str, ...]
     rule in the database too, when two requests race."""
     name = (username or "").strip()
     if not name:
-        raise DomainError("Choose a username.", path=path)
+        raise DomainError("username.required", path=path)
     if len(name) > MAX_USERNAME_LENGTH or not _USERNAME.fullmatch(name) or has_invisible(name):
         raise DomainError(
-            f"Use up to {MAX_USERNAME_LENGTH} letters and digits, with dots, dashes or underscores between them.",
+            "username.malformed",
             path=path,
+            most=MAX_USERNAME_LENGTH,
         )
     same = or_(func.lower(User.username) == name.lower(), User.username_key == username_digest(name))
     if session.scalar(select(User.id).where(same).limit(1)) is not None:
-        raise DomainError(
-            f"The username “{name}” is taken, or looks too much like one that is; choose another.", path=path
-        )
+        raise DomainError("username.taken", path=path, name=name)
     return name
 
 
@@ -151,11 +143,9 @@ def addressee_of(who: str | None) -> tuple[str | None, str | None]:
     if "@" in who:
         return normalize_email(who, path=("username",)), None
     if not who:
-        raise DomainError("Give a username, an e-mail address or a name.", path=("username",))
+        raise DomainError("addressee.required", path=("username",))
     if len(who) > MAX_USERNAME_LENGTH or not suggested_username(who) or has_invisible(who):
-        raise DomainError(
-            f"Give a name of up to {MAX_USERNAME_LENGTH} characters, with letters or digits.", path=("username",)
-        )
+        raise DomainError("addressee.malformed", path=("username",), most=MAX_USERNAME_LENGTH)
     return None, who
 
 
@@ -169,7 +159,7 @@ def offer_role(
     people to make accounts) one they make. An earlier role offer to the same ``who`` to the same
     survey is replaced. The caller checks that ``actor`` may share ``survey``."""
     if role not in ROLES:
-        raise DomainError("Choose a role.", path=("role",))
+        raise DomainError("role.required", path=("role",))
     email, name = addressee_of(who)
     same_person = AccountLink.email == email if email else func.lower(AccountLink.name) == name.lower()
     session.execute(
@@ -235,7 +225,7 @@ def withdraw_role_offer(session: Session, survey: Survey, link_id: int | None) -
     """Delete a role offer of ``survey`` (its link stops working). The caller checks the rights."""
     link = session.get(AccountLink, link_id) if link_id is not None else None
     if link is None or link.survey_id != survey.id or link.purpose != "role_offer" or link.used:
-        raise NotFound("That invitation was used or withdrawn already.", path=("link_id",))
+        raise NotFound("role_invitation.gone", path=("link_id",))
     session.delete(link)
     return link
 
@@ -279,7 +269,7 @@ def _claim(session: Session, token: str, purposes: tuple[str, ...]) -> AccountLi
     """Mark the link used, in one statement that only one request can win; NotFound if it is dead."""
     link = live_link(session, token)
     if link is None or link.purpose not in purposes:
-        raise NotFound(DEAD_LINK)
+        raise NotFound("account_link.dead")
     claimed = session.execute(
         update(AccountLink)
         .where(AccountLink.id == link.id, AccountLink.used.is_(False), AccountLink.expires_at > now())
@@ -287,7 +277,7 @@ def _claim(session: Session, token: str, purposes: tuple[str, ...]) -> AccountLi
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
-        raise NotFound(DEAD_LINK)
+        raise NotFound("account_link.dead")
     link.used = True
     return link
 
@@ -324,9 +314,9 @@ def make_account_for_offer(session: Session, token: str, username: str, password
     its own link (or, once an account holds the address, as an offer its owner sees on the start page)."""
     link = live_link(session, token)
     if link is None or link.purpose != "role_offer":
-        raise NotFound(DEAD_LINK)
+        raise NotFound("account_link.dead")
     if not may_make_accounts(session, link):
-        raise Forbidden(ACCOUNTS_BY_ADMINISTRATORS)
+        raise Forbidden("account_link.accounts_by_administrators")
     name = check_username(session, username)
     check_new_password(password, path=("password",))
     link = _claim(session, token, ("role_offer",))
@@ -347,7 +337,7 @@ def take_role_offer(session: Session, token: str, user: User) -> Membership:
     the link is theirs to use (they hold it), and pressing the button on its page is their consent."""
     link = live_link(session, token)
     if link is None or link.purpose != "role_offer" or link.survey is None or link.role not in ROLES:
-        raise NotFound(DEAD_LINK)
+        raise NotFound("account_link.dead")
     _check_taker(link.survey, user)
     link = _claim(session, token, ("role_offer",))
     _retire_other_offers(session, link, user)
@@ -356,10 +346,10 @@ def take_role_offer(session: Session, token: str, user: User) -> Membership:
 
 def _check_taker(survey: Survey, user: User) -> None:
     if survey.owner_id == user.id:
-        raise Conflict("You own this survey: you have every right to it already.")
+        raise Conflict("role_invitation.owner")
     for membership in survey.memberships:
         if membership.user_id == user.id and not membership.pending:
-            raise Conflict("You work on this survey already; ask its owner to change your role.")
+            raise Conflict("role_invitation.member_already")
 
 
 def _retire_other_offers(session: Session, link: AccountLink, user: User) -> None:
@@ -411,7 +401,7 @@ def answer_offer(session: Session, link: AccountLink, user: User, accept: bool) 
         .execution_options(synchronize_session=False)
     )
     if claimed.rowcount != 1:
-        raise NotFound("There is no invitation to this survey.")
+        raise NotFound("role_invitation.not_found")
     link.used = True
     _retire_other_offers(session, link, user)
     return _offer_to(session, link, user, pending=False)
@@ -422,7 +412,7 @@ def set_password_with_link(session: Session, token: str, password: str) -> User:
     theirs ends (whoever had the old password is signed out)."""
     link = live_link(session, token)
     if link is None or link.purpose not in ("setup", "reset") or link.user is None:
-        raise NotFound(DEAD_LINK)
+        raise NotFound("account_link.dead")
     check_new_password(password, path=("password",))
     link = _claim(session, token, ("setup", "reset"))
     user = link.user

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import DomainError
+from survey.domain.messages import message
 from survey.domain.models import SendQuota, User
 
 
@@ -38,8 +39,11 @@ class SendLimit:
     seconds: int
 
     def words(self) -> str:
-        span = {3600: "hour", 86400: "day", 60: "minute"}.get(self.seconds, f"{self.seconds} seconds")
-        return f"{self.amount} per {span}"
+        """The limit in words ("30 per hour"), from the catalog's phrases."""
+        span = {3600: "quota.per_hour", 86400: "quota.per_day", 60: "quota.per_minute"}.get(self.seconds)
+        if span is None:
+            return message("quota.per_seconds", amount=self.amount, seconds=self.seconds)
+        return message(span, amount=self.amount)
 
 
 class TooMany(DomainError):
@@ -53,10 +57,7 @@ def spend(session: Session, user: User, limit: SendLimit | None, now: float | No
         return
     begin_writing(session)  # SQLite: one writer at a time from here, never a refused lock upgrade
     window = int((time.time() if now is None else now) // limit.seconds)
-    refused = TooMany(
-        f"You have sent as many invitations and e-mails as one account may ({limit.words()}). "
-        "Try again later; nothing was sent or saved."
-    )
+    refused = TooMany("quota.exhausted", limit=limit.words())
     if limit.amount <= 0:
         raise refused
     for _ in range(2):

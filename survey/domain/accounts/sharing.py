@@ -63,9 +63,9 @@ class Offer:
 
 def _check_sharing(survey: Survey, actor: User, role: str) -> None:
     if not allowed(actor, survey, "edit"):
-        raise NotFound("Only the owner and co-organizers can share this survey.")
+        raise NotFound("sharing.not_allowed")
     if role not in ROLES:
-        raise DomainError(f"Choose one of: {', '.join(ROLE_LABELS[r] for r in ROLES)}.", path=("role",))
+        raise DomainError("role.unknown", path=("role",), roles=", ".join(ROLE_LABELS[r] for r in ROLES))
 
 
 def share_with(
@@ -83,17 +83,17 @@ def share_with(
     _check_sharing(survey, actor, role)
     who = (who or "").strip()
     if not who:
-        raise DomainError("Give a username, an e-mail address or a name.", path=USERNAME)
+        raise DomainError("addressee.required", path=USERNAME)
     if survey.owner is not None and who == survey.owner.username:
-        raise DomainError(f"{who} owns this survey and already has every right to it.", path=USERNAME)
+        raise DomainError("sharing.owner_has_every_right", path=USERNAME, who=who)
     for membership in survey.memberships:
         if membership.user.username == who:
             if membership.user_id == actor.id:
-                raise DomainError("You cannot change your own role; ask another organizer to do it.", path=USERNAME)
+                raise DomainError("sharing.own_role", path=USERNAME)
             membership.role = role  # an accepted member stays accepted, an offer stays an offer
             return Offer(membership=membership)
     if who == actor.username:
-        raise DomainError("You cannot change your own role; ask another organizer to do it.", path=USERNAME)
+        raise DomainError("sharing.own_role", path=USERNAME)
     links.addressee_of(who)  # refuse what is neither a name nor an address before looking anything up
     spend(session, actor, quota)
     account = links.find_user(session, who)
@@ -135,7 +135,7 @@ def _offer(session: Session, user: User, slug: str) -> Membership | AccountLink:
     for link in links.offers_for(session, user):  # newest first
         if link.survey is not None and link.survey.slug == slug:
             return link
-    raise NotFound("There is no invitation to this survey.")  # as far as they can tell, no such survey
+    raise NotFound("role_invitation.not_found")  # as far as they can tell, no such survey
 
 
 def accept_role_offer(session: Session, user: User, slug: str) -> Membership:
@@ -163,15 +163,15 @@ def decline_role_offer(session: Session, user: User, slug: str) -> Membership | 
 def remove_member(session: Session, survey: Survey, actor: User, user_id: int) -> Membership:
     """Take a member's rights to ``survey`` away (a member may also remove themselves: leaving)."""
     if not allowed(actor, survey, "edit"):
-        raise NotFound("Only the owner and co-organizers can share this survey.")
+        raise NotFound("sharing.not_allowed")
     if user_id == survey.owner_id:
-        raise DomainError("The owner of a survey cannot be removed from it.", path=("user_id",))
+        raise DomainError("sharing.owner_not_removable", path=("user_id",))
     for membership in survey.memberships:
         if membership.user_id == user_id:
             survey.memberships.remove(membership)
             session.delete(membership)
             return membership
-    raise NotFound("That user is not a member of this survey (any more).", path=("user_id",))
+    raise NotFound("sharing.not_a_member", path=("user_id",))
 
 
 def copy_team(source: Survey, copy: Survey) -> None:
@@ -197,10 +197,10 @@ def change_password(session: Session, user: User, current: str, new: str, *, kee
     sign-in session of theirs (the one ``keep_token`` names, where the change was made, stays): a
     password is changed because someone else may know it, and they may be signed in already."""
     if not user.check_password(current or ""):
-        raise DomainError("This is not your current password.", path=("current_password",))
+        raise DomainError("password.wrong_current", path=("current_password",))
     check_new_password(new)
     if new == current:
-        raise DomainError("The new password is the same as the current one.", path=("new_password",))
+        raise DomainError("password.unchanged", path=("new_password",))
     user.set_password(new)
     end_other_sessions(session, user, keep_token)
 

@@ -36,7 +36,7 @@ MAX_SESSION_DAYS = 30
 def check_new_password(password: str | None, path: tuple[str, ...] = ("new_password",)) -> None:
     """Refuse a new password that is too short or too long (the one rule for every way of setting one)."""
     if not MIN_PASSWORD_LENGTH <= len(password or "") <= MAX_PASSWORD_LENGTH:
-        raise DomainError(f"Use {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters.", path=path)
+        raise DomainError("password.length", path=path, least=MIN_PASSWORD_LENGTH, most=MAX_PASSWORD_LENGTH)
 
 
 def authenticate(session: Session, username: str, password: str) -> User | None:

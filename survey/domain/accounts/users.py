@@ -29,8 +29,6 @@ from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError, NotFound
 from survey.domain.models import NO_PASSWORD, AccountLink, LoginSession, User
 
-LAST_ADMINISTRATOR = "There must always be an administrator who can sign in: make someone else an administrator first."
-
 
 def is_admin(user: User | None) -> bool:
     return bool(user is not None and getattr(user, "is_authenticated", False) and user.is_admin and not user.disabled)
@@ -38,7 +36,7 @@ def is_admin(user: User | None) -> bool:
 
 def require_admin(user: User | None) -> None:
     if not is_admin(user):
-        raise NotFound("There is nothing here.")
+        raise NotFound("page.nothing_here")
 
 
 def all_users(session: Session, actor: User) -> list[User]:
@@ -50,7 +48,7 @@ def _user(session: Session, actor: User, user_id: int | None) -> User:
     require_admin(actor)
     user = session.get(User, user_id) if user_id is not None else None
     if user is None:
-        raise NotFound("There is no such user.", path=("user_id",))
+        raise NotFound("user.not_found", path=("user_id",))
     return user
 
 
@@ -63,7 +61,7 @@ def create_user(
     name = check_username(session, username)
     address = normalize_email(email)
     if address and session.scalar(select(User.id).where(User.email == address)) is not None:
-        raise DomainError(f"Another user has the address {address}.", path=("email",))
+        raise DomainError("user.email_taken", path=("email",), address=address)
     spend(session, actor, quota)
     user = User(username=name, email=address, is_admin=bool(admin), password_hash=NO_PASSWORD)
     session.add(user)
@@ -84,9 +82,9 @@ def _keep_an_administrator(session: Session, actor: User, user: User) -> None:
         .execution_options(populate_existing=True)
     ).all()
     if actor not in administrators:  # demoted or disabled by someone else a moment ago
-        raise NotFound("There is nothing here.")
+        raise NotFound("page.nothing_here")
     if user in administrators and len(administrators) <= 1:
-        raise Conflict(LAST_ADMINISTRATOR, path=("user_id",))
+        raise Conflict("user.last_administrator", path=("user_id",))
 
 
 def set_disabled(session: Session, actor: User, user_id: int | None, disabled: bool) -> User:
@@ -94,7 +92,7 @@ def set_disabled(session: Session, actor: User, user_id: int | None, disabled: b
     or enable it again. Nothing of its surveys or roles is deleted."""
     user = _user(session, actor, user_id)
     if user.id == actor.id and disabled:
-        raise Conflict("You cannot disable your own account.", path=("user_id",))
+        raise Conflict("user.disable_self", path=("user_id",))
     if disabled:
         _keep_an_administrator(session, actor, user)
     user.disabled = disabled
@@ -114,7 +112,7 @@ def set_disabled(session: Session, actor: User, user_id: int | None, disabled: b
 def set_admin(session: Session, actor: User, user_id: int | None, admin: bool) -> User:
     user = _user(session, actor, user_id)
     if user.id == actor.id and not admin:
-        raise Conflict("You cannot take away your own administrator's role; ask another administrator.")
+        raise Conflict("user.demote_self")
     if not admin:
         _keep_an_administrator(session, actor, user)
     user.is_admin = admin
@@ -128,7 +126,7 @@ def reset_link(
     never set one. Their password stays what it is until the link is used."""
     user = _user(session, actor, user_id)
     if user.disabled:
-        raise Conflict(f"{user.username}'s account is disabled: enable it first.", path=("user_id",))
+        raise Conflict("user.disabled", path=("user_id",), username=user.username)
     spend(session, actor, quota)
     link, token = password_link(session, user, actor)
     return user, link, token

@@ -38,7 +38,7 @@ def new_code() -> str:
 def generate_codes(session: Session, survey: Survey, count: int) -> list[str]:
     """Add ``count`` fresh codes to ``survey`` (the caller commits)."""
     if not 1 <= count <= MAX_CODES_PER_REQUEST:
-        raise DomainError(f"ask for 1 to {MAX_CODES_PER_REQUEST} codes at a time", path=("count",))
+        raise DomainError("code.count_out_of_range", path=("count",), most=MAX_CODES_PER_REQUEST)
     codes = [new_code() for _ in range(count)]
     session.add_all(RespondentCode(survey_id=survey.id, code=code) for code in codes)
     return codes
@@ -54,14 +54,6 @@ def shown(code: str) -> str:
     return "-".join(code[i : i + 4] for i in range(0, len(code), 4))
 
 
-USED_MESSAGE = "This invitation code has already been used: each code admits one set of answers."
-REVOKED_MESSAGE = (
-    "This invitation code was withdrawn by the survey's organizers and admits no answers. "
-    "Ask whoever invited you for a new one."
-)
-MISSING_MESSAGE = (
-    "This survey is by invitation only: open it with the link from your invitation, or type the code printed on it."
-)
 #: Where a refused code is, in a submission.
 INVITATION = ("invitation",)
 
@@ -76,22 +68,21 @@ def check_code(session: Session, survey_id: int, code: str | None) -> None:
     """Raise :class:`Forbidden` (403) with a message a respondent can read unless ``code`` is usable now."""
     code = normalize(code)
     if not code:
-        raise Forbidden(MISSING_MESSAGE, path=INVITATION)
+        raise Forbidden("code.missing", path=INVITATION)
     row = None
     if well_formed(code):
         row = session.scalar(select(RespondentCode).where(RespondentCode.code == code))
     if row is None:
         raise Forbidden(
-            "This invitation code is not known. Check that the link was copied whole, or that the code was "
-            "typed as printed.",
+            "code.unknown",
             path=INVITATION,
         )
     if row.survey_id != survey_id:
-        raise Forbidden("This invitation code is for a different survey.", path=INVITATION)
+        raise Forbidden("code.other_survey", path=INVITATION)
     if row.revoked:
-        raise Forbidden(REVOKED_MESSAGE, path=INVITATION)
+        raise Forbidden("code.revoked", path=INVITATION)
     if row.used:
-        raise Forbidden(USED_MESSAGE, path=INVITATION)
+        raise Forbidden("code.used", path=INVITATION)
 
 
 def claim(session: Session, survey_id: int, code: str | None) -> bool:
@@ -185,7 +176,7 @@ def revoke(session: Session, survey: Survey, code: str | None) -> str:
         select(RespondentCode).where(RespondentCode.survey_id == survey.id, RespondentCode.code == code)
     )
     if row is None:
-        raise NotFound("This survey has no such invitation code.", path=("code",))
+        raise NotFound("code.not_found", path=("code",))
     result = session.execute(
         update(RespondentCode)
         .where(RespondentCode.id == row.id, RespondentCode.used.is_(False))
@@ -195,11 +186,11 @@ def revoke(session: Session, survey: Survey, code: str | None) -> str:
     if result.rowcount != 1:
         session.refresh(row)
         if row.revoked:
-            raise Conflict(f"The code {shown(code)} was revoked already.", path=("code",))
+            raise Conflict("code.revoked_already", path=("code",), code=shown(code))
         raise Conflict(
-            f"The code {shown(code)} has been used, so it admits nothing more; a used code cannot be revoked "
-            "(the answers it admitted stay, and nothing links them to it).",
+            "code.used_not_revocable",
             path=("code",),
+            code=shown(code),
         )
     return code
 

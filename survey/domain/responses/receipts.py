@@ -42,9 +42,7 @@ def key_hash(key: str | None) -> str | None:
     if key is None or key == "":
         return None
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-        raise DomainError(
-            "submission_key must be 16 to 64 letters, digits, '-' or '_' (the page makes one for you)", path=KEY
-        )
+        raise DomainError("submission.key_malformed", path=KEY)
     return hashlib.sha256(key.encode("ascii")).hexdigest()
 
 

@@ -29,8 +29,8 @@ from sqlalchemy.orm import Session, scoped_session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError, Forbidden
-from survey.domain.models import TALLY_SHARDS, Option, Question, Survey, accepting_on, today
-from survey.domain.responses.codes import INVITATION, USED_MESSAGE, check_code, claim, normalize, well_formed
+from survey.domain.models import TALLY_SHARDS, Option, Question, Survey, refusal_on, today
+from survey.domain.responses.codes import INVITATION, check_code, claim, normalize, well_formed
 from survey.domain.responses.mixing import BATCH, hold, release
 from survey.domain.responses.receipts import key_hash, purge_old_receipts, received
 from survey.domain.results.live import close_if_precise
@@ -137,8 +137,7 @@ class SurveyState:
     access: str
 
     def refusal(self, day: dt.date) -> Conflict | None:
-        accepting, reason = accepting_on(self.status, self.opens_on, self.closes_on, day)
-        return None if accepting else Conflict(reason)
+        return refusal_on(self.status, self.opens_on, self.closes_on, day)
 
 
 def survey_state(session: Session, survey_id: int) -> SurveyState:
@@ -151,23 +150,21 @@ def survey_state(session: Session, survey_id: int) -> SurveyState:
 def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> dict[int, int]:
     """Map question id → reported code, or raise DomainError at the first problem's path."""
     if not isinstance(answers, Mapping):
-        raise DomainError("answers must be an object mapping question keys to option codes or numbers", path=ANSWERS)
+        raise DomainError("submission.answers_not_object", path=ANSWERS)
     known = {f.key for f in fields}
     unknown = sorted(key for key in answers if key not in known)
     if unknown:
-        raise DomainError(
-            f"unknown question {unknown[0]!r}: this survey has no such question", path=(*ANSWERS, unknown[0])
-        )
+        raise DomainError("submission.unknown_question", path=(*ANSWERS, unknown[0]), key=unknown[0])
     values: dict[int, int] = {}
     for field in fields:
         raw = answers.get(field.key)
         if raw is None or raw == "":
             if field.required:
-                raise DomainError(f"question {field.key!r} is required: please answer it", path=(*ANSWERS, field.key))
+                raise DomainError("answer.required", path=(*ANSWERS, field.key), key=field.key)
             continue
         values[field.id] = field.check(raw)
     if not values:
-        raise DomainError("the submission has no answers", path=ANSWERS)
+        raise DomainError("submission.empty", path=ANSWERS)
     return values
 
 
@@ -265,14 +262,14 @@ def _record(
             if state.access == access:
                 if code is not None:
                     check_code(session, form.survey_id, invitation)  # revoked meanwhile: say so
-                    raise Forbidden(USED_MESSAGE, path=INVITATION)
+                    raise Forbidden("code.used", path=INVITATION)
                 break
             access = state.access  # switched between link and invitation: once more, the new way
             if access == "invitation":
                 check_code(session, form.survey_id, invitation)
             if cache is not None:
                 cache[form.slug] = dataclasses.replace(form, access=access)
-        raise Conflict("The survey changed while your answers were sent; please send them again.")
+        raise Conflict("submission.survey_changed")
     except Exception:
         session.rollback()
         raise

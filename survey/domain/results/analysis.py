@@ -53,10 +53,10 @@ def _question(session: Session, survey: Survey, key: str | None, path: tuple[str
     """The survey's question ``key``, read alone (with its options and design): an analysis of two
     questions of a 200-question survey reads two, not 200 with their 10,000 options."""
     if not key:
-        raise DomainError(f"give the key of a question as {path[0]!r}", path=path)
+        raise DomainError("analysis.key_required", path=path, field=path[0])
     found = session.scalar(select(Question).where(Question.survey_id == survey.id, Question.key == key))
     if found is None:
-        raise DomainError(f"this survey has no question {key!r}", path=path)
+        raise DomainError("analysis.unknown_question", path=path, key=key)
     return found
 
 
@@ -198,9 +198,7 @@ def _breakdown_row(data: dict[str, Any], group: dict[str, Any]) -> list[Any]:
 
 
 def _no_answers(question: Question) -> DomainError:
-    return DomainError(
-        f"nobody has answered {question.key!r} yet: there is nothing to compare", status=409, path=("question",)
-    )
+    return DomainError("analysis.no_answers", path=("question",), key=question.key)
 
 
 def compare(
@@ -217,21 +215,20 @@ def compare(
     and compares (its code; the first option by default)."""
     question = _question(session, survey, question_key, ("question",))
     if not question.is_randomized:
-        raise DomainError(
-            f"{question.key!r} is asked directly: choose a randomized question to compare", path=("question",)
-        )
+        raise DomainError("comparison.not_randomized", path=("question",), key=question.key)
     mechanism = question_mechanism(question)
     if by == WEEK:
         other = None
     else:
         other = _question(session, survey, by, ("by",))
         if other.id == question.id:
-            raise DomainError("choose a different question to compare with", path=("by",))
+            raise DomainError("comparison.same_question", path=("by",))
         if not other.kind_entry.paired:  # no pair tallies: a number makes a group of each value
             raise DomainError(
-                f"{other.key!r} is a {other.kind} question: it makes too many groups to compare; use it as a "
-                "covariate in a regression, where it enters as a number",
+                "comparison.too_many_groups",
                 path=("by",),
+                key=other.key,
+                kind=other.kind,
             )
     code = parse_category(question, category)
 
@@ -243,9 +240,7 @@ def compare(
             if value_b is not None and 0 <= value < table.shape[0] and 0 <= value_b < table.shape[1]:
                 table[value, value_b] += count
         if table.sum() == 0:
-            raise DomainError(
-                f"nobody has answered both {question.key!r} and {other.key!r} yet", status=409, path=("by",)
-            )
+            raise DomainError("comparison.no_answers", path=("by",), key=question.key, other=other.key)
         result = association(mechanism, question_mechanism(other), table, level)
         return Comparison(survey, question, other, "association", result)
 
@@ -275,13 +270,14 @@ def check_association_size(question: Question, other: Question) -> None:
     cells = len(question.options) * len(other.options)
     if cells > MAX_ASSOCIATION_CELLS:
         raise DomainError(
-            f"{question.key!r} and {other.key!r} have {len(question.options)} and {len(other.options)} options: "
-            f"their association is a table of {cells:,} cells, and this site estimates tables of at most "
-            f"{MAX_ASSOCIATION_CELLS} (the cost of each cell's interval grows with the cube of the cells). Compare "
-            f"{question.key!r} by a question asked directly or by week instead, or download the responses and "
-            "estimate the table with survey.privacy.association in a notebook",
-            status=422,
+            "association.too_large",
             path=("by",),
+            key=question.key,
+            other=other.key,
+            options=len(question.options),
+            other_options=len(other.options),
+            cells=cells,
+            most=MAX_ASSOCIATION_CELLS,
         )
 
 
@@ -436,13 +432,11 @@ def _design_matrix(values: np.ndarray, columns: list[tuple[int, int | None]]) ->
 
 def _too_large(patterns: int | str, coefficients: int) -> DomainError:
     return DomainError(
-        f"these covariates split the respondents into {patterns} groups with different answers, and the model "
-        f"has {coefficients} coefficients (one per option beyond the first, one per number question): more than "
-        f"this site fits on request ({MAX_REGRESSION_CELLS:,} groups × coefficients). Choose fewer covariates, or "
-        "ones with fewer options, or download the responses and fit the model with survey.privacy.rr_logistic "
-        "in a notebook",
-        status=422,
+        "regression.too_large",
         path=("covariates",),
+        patterns=patterns,
+        coefficients=coefficients,
+        most=MAX_REGRESSION_CELLS,
     )
 
 
@@ -461,30 +455,29 @@ def regression(
     it is fitted. Only the GROUP BY that counts the patterns grows with the respondents."""
     outcome = _question(session, survey, outcome_key, ("outcome",))
     if not outcome.is_randomized:
-        raise DomainError(f"{outcome.key!r} is asked directly: choose a randomized outcome", path=("outcome",))
+        raise DomainError("regression.outcome_not_randomized", path=("outcome",), key=outcome.key)
     code = parse_category(outcome, category)
     mechanism = question_mechanism(outcome)
     if mechanism.affine_coefficients(code) is None:
         raise DomainError(
-            "this outcome's design does not report the chosen answer as a misclassified yes/no, so the "
-            "model does not apply",
+            "regression.not_applicable",
             path=("category",),
         )
     keys = list(dict.fromkeys(k for k in covariate_keys if k))
     if not keys:
-        raise DomainError("choose at least one covariate", path=("covariates",))
+        raise DomainError("regression.no_covariates", path=("covariates",))
     if len(keys) > MAX_COVARIATES:
-        raise DomainError(f"choose at most {MAX_COVARIATES} covariates", path=("covariates",))
+        raise DomainError("regression.too_many_covariates", path=("covariates",), most=MAX_COVARIATES)
     covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
     for q in covariates:
         if q.is_randomized:
-            raise DomainError(f"{q.key!r} is randomized: covariates are questions asked directly", path=("covariates",))
+            raise DomainError("regression.covariate_randomized", path=("covariates",), key=q.key)
     # every model has the intercept and at least one more coefficient, so more patterns than this is
     # too large whatever options turn out to be chosen
     most = MAX_REGRESSION_CELLS // 2
     rows = pattern_counts(session, outcome, code, covariates, limit=most + 1)
     if not rows:
-        raise DomainError("nobody has answered the outcome and every covariate yet", status=409, path=("outcome",))
+        raise DomainError("regression.no_answers", path=("outcome",))
     if len(rows) > most:
         raise _too_large(f"more than {most:,}", _number_of_coefficients(covariates))
     values = np.array([row[:-2] for row in rows], dtype=np.int64).reshape(len(rows), len(covariates))
@@ -520,7 +513,7 @@ def regression(
             names=names,
         )
     except ValueError as e:
-        raise DomainError(f"the model cannot be fitted: {e}", status=409, path=("covariates",)) from None
+        raise DomainError("regression.not_fitted", path=("covariates",), reason=str(e)) from None
     # the predictions, in the order of the codes: every pattern, or the MAX_PREDICTIONS with the most respondents
     busiest = sorted(range(len(rows)), key=lambda i: (-total[i], tuple(values[i])))[:MAX_PREDICTIONS]
     order = sorted(busiest, key=lambda i: tuple(values[i]))

@@ -57,5 +57,5 @@ def parse_category(question: Question, category: int | str | None) -> int:
         code = -1
     if not 0 <= code < len(question.options):
         codes = ", ".join(f"{o['code']} = {o['label']}" for o in researcher_options(question))
-        raise DomainError(f"category must be an option code of {question.key!r} ({codes})", path=("category",))
+        raise DomainError("analysis.category_unknown", path=("category",), key=question.key, codes=codes)
     return stored_code(question, code)

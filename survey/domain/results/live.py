@@ -218,21 +218,19 @@ def anytime(
     default) of randomized question ``key`` is ``alternative`` ``threshold``" on the running tallies."""
     question = next((q for q in survey.randomized_questions if q.key == key), None)
     if question is None:
-        raise DomainError(f"give the key of a randomized question of this survey, not {key!r}", path=("question",))
+        raise DomainError("live.not_randomized", path=("question",), key=key)
     code = parse_category(question, category)
     try:
         share = float(threshold)
     except (TypeError, ValueError):
         share = float("nan")
     if not 0.0 <= share <= 1.0:
-        raise DomainError(
-            f"the threshold must be a share from 0 to 1 (0.1 for 10%), got {threshold!r}", path=("threshold",)
-        )
+        raise DomainError("live.threshold_out_of_range", path=("threshold",), threshold=threshold)
     alternative = alternative or "greater"
     if alternative not in ALTERNATIVES:
-        raise DomainError(f"alternative must be one of {', '.join(ALTERNATIVES)}", path=("alternative",))
+        raise DomainError("live.alternative_unknown", path=("alternative",), choices=", ".join(ALTERNATIVES))
     counts = survey_counts(session, survey).by_question[question.id]
     try:
         return anytime_test(question_mechanism(question), counts, share, category=code, alternative=alternative)
     except ValueError as e:
-        raise DomainError(str(e), path=("threshold",)) from None
+        raise DomainError("live.test_refused", path=("threshold",), reason=str(e)) from None

@@ -256,7 +256,7 @@ def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
     """One randomized question's planning figures at the survey's planning figures (what the build
     page fills a pending row with): bounded by one design's cost."""
     if question.design is None:
-        raise DomainError(f"{question.key!r} is asked directly: it has no planning figures", status=404)
+        raise DomainError("planning.not_randomized", key=question.key)
     k = len(question.options)
     n, margin = survey.expected_respondents, survey.target_margin
     figures = planning_figures(_planning_mechanism(question, k), n, margin)

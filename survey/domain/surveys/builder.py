@@ -61,9 +61,9 @@ def add_question(survey: Survey, raw: dict[str, Any]) -> Question:
         # the spec's limit: a survey built here is one an import would accept (and one whose pages,
         # analyses and exports stay within the bounds docs/analysis.md states)
         raise DomainError(
-            f"a survey has at most {MAX_QUESTIONS} questions: delete one before adding another, or split the survey",
-            status=409,
+            "survey.too_many_questions",
             path=("questions",),
+            most=MAX_QUESTIONS,
         )
     keys = {q.key for q in survey.questions}
     raw = dict(raw)

@@ -76,28 +76,25 @@ def check_code(value: Any, key: str, k: int) -> int:
     """An option code 0 .. k-1 (typed digits accepted); a DomainError saying what is wrong otherwise."""
     where = (*ANSWERS, key)
     if isinstance(value, bool):
-        raise DomainError(f"question {key!r}: the answer must be an option code, not {value!r}", path=where)
+        raise DomainError("answer.not_option_code", path=where, key=key, value=value)
     if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value.strip()):
         value = int(value.strip())
     if not isinstance(value, int):
-        raise DomainError(
-            f"question {key!r}: the answer must be an option code 0 to {k - 1}, got {value!r}", path=where
-        )
+        raise DomainError("answer.option_code_not_whole", path=where, key=key, highest=k - 1, value=value)
     if not 0 <= value < k:
-        raise DomainError(f"question {key!r}: {value} is not one of its option codes 0 to {k - 1}", path=where)
+        raise DomainError("answer.option_code_out_of_range", path=where, key=key, value=value, highest=k - 1)
     return value
 
 
 def check_number(value: Any, key: str, low: int, high: int) -> int:
     """A whole number from ``low`` to ``high`` (typed digits accepted); a DomainError otherwise."""
     where = (*ANSWERS, key)
-    rule = f"a whole number from {low:,} to {high:,}"
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value.strip()):
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
-        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value!r}", path=where)
+        raise DomainError("answer.number_not_whole", path=where, key=key, low=low, high=high, value=value)
     if not low <= value <= high:
-        raise DomainError(f"question {key!r}: the answer must be {rule}, got {value:,}", path=where)
+        raise DomainError("answer.number_out_of_range", path=where, key=key, low=low, high=high, value=value)
     return value
 
 

@@ -37,33 +37,28 @@ from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.domain.validation import parse_json, within_cap
 
 SLUG = ("slug",)
-SLUG_RULE = "Use 3 to 80 characters: lowercase letters a-z, digits and hyphens, not starting with a hyphen."
-SLUG_TAKEN = "This address is taken. Choose another one."
 
 
-def publish_problems(survey: Survey) -> list[str]:
-    """Why ``survey`` cannot be published now, in words (empty when it can): the publish page shows
-    them before the organizer confirms, and :func:`publish` refuses with the first."""
+def publish_refusals(survey: Survey) -> list[Conflict]:
+    """Why ``survey`` cannot be published now (empty when it can): the publish page shows them before
+    the organizer confirms, and :func:`publish` refuses with the first."""
     if survey.status != "draft":
-        return [f"Only a draft can be published; this survey is {survey.status}."]
+        return [Conflict("survey.publish_not_draft", state=survey.status)]
     problems = []
     if not survey.questions:
-        problems.append("Add at least one question before publishing.")
+        problems.append(Conflict("survey.publish_no_questions"))
     total = survey.total_epsilon()
     if not within_cap(total, survey.epsilon_cap):
         shown = "∞" if math.isinf(total) else f"{total:.2f}"
-        problems.append(
-            f"The survey's total ε is {shown}, above its cap of {survey.epsilon_cap:.2f}. "
-            "Lower some questions' ε, remove a question, or raise the cap."
-        )
+        problems.append(Conflict("survey.publish_above_cap", total=shown, cap=survey.epsilon_cap))
     return problems
 
 
 def publish(survey: Survey) -> None:
     """Open a draft for submissions, freezing every design."""
-    problems = publish_problems(survey)
+    problems = publish_refusals(survey)
     if problems:
-        raise Conflict(problems[0])
+        raise problems[0]
     survey.status = "open"
 
 
@@ -79,9 +74,9 @@ def _change_if(session: Session, survey_id: int, where: list[ColumnElement[bool]
 
 def _transition(survey: Survey, refusal: str, expected: str, **values: Any) -> None:
     """Set ``values`` if the survey's status is ``expected``, as read and as stored when written;
-    otherwise :class:`Conflict` with ``refusal`` (formatted with the status it has)."""
+    otherwise :class:`Conflict` with the code ``refusal`` (and the status it has)."""
     if survey.status != expected:
-        raise Conflict(refusal.format(status=survey.status))
+        raise Conflict(refusal, state=survey.status)
     session = object_session(survey)
     if session is None:  # a survey not stored yet: nobody else can see it
         for name, value in values.items():
@@ -89,12 +84,12 @@ def _transition(survey: Survey, refusal: str, expected: str, **values: Any) -> N
         return
     if not _change_if(session, survey.id, [Survey.status == expected], **values):
         session.refresh(survey)  # changed meanwhile by someone else: say what it is now
-        raise Conflict(refusal.format(status=survey.status))
+        raise Conflict(refusal, state=survey.status)
 
 
 def close(survey: Survey) -> None:
     """Stop accepting answers, if the survey is still open when this is written."""
-    _transition(survey, "Only an open survey can be closed; this survey is {status}.", "open", status="closed")
+    _transition(survey, "survey.close_not_open", "open", status="closed")
 
 
 def close_automatically(session: Session, survey_id: int) -> bool:
@@ -109,7 +104,7 @@ def reopen(survey: Survey) -> None:
     precise enough would otherwise close again at the next answer."""
     _transition(
         survey,
-        "Only a closed survey can be reopened; this survey is {status}.",
+        "survey.reopen_not_closed",
         "closed",
         status="open",
         auto_close=False,
@@ -118,14 +113,14 @@ def reopen(survey: Survey) -> None:
 
 def _check_owner(survey: Survey, actor: User, what: str) -> None:
     if role_of(actor, survey) != OWNER:
-        raise Forbidden(f"Only the survey's owner can {what}.")
+        raise Forbidden("survey.owner_only", what=what)
 
 
 def archive(survey: Survey, actor: User) -> None:
     """Put a closed survey out of the lists (owner only); its answers and results stay as they are."""
     _check_owner(survey, actor, "archive it")
     if survey.status != "closed":
-        raise Conflict(f"Only a closed survey can be archived; this survey is {survey.status}. Close it first.")
+        raise Conflict("survey.archive_not_closed", state=survey.status)
     survey.status = "archived"
 
 
@@ -133,7 +128,7 @@ def unarchive(survey: Survey, actor: User) -> None:
     """Bring an archived survey back to the lists, closed (owner only)."""
     _check_owner(survey, actor, "restore it")
     if survey.status != "archived":
-        raise Conflict(f"Only an archived survey can be restored; this survey is {survey.status}.")
+        raise Conflict("survey.restore_not_archived", state=survey.status)
     survey.status = "closed"
 
 
@@ -145,28 +140,25 @@ def delete_draft(session: Session, survey: Survey, actor: User) -> str:
     """
     _check_owner(survey, actor, "delete it")
     if not survey.is_draft:
-        raise Conflict(
-            f"Only a draft can be deleted; this survey is {survey.status}, and its answers are kept. "
-            "Close it and archive it to put it out of the list."
-        )
+        raise Conflict("survey.delete_not_draft", state=survey.status)
     if submission_count(session, survey):
-        raise Conflict("This survey has answers, so it cannot be deleted.")
+        raise Conflict("survey.delete_has_answers")
     title = survey.title
     session.delete(survey)
     return title
 
 
 def slug_problem(session: Session, slug: str, survey: Survey | None = None) -> str | None:
-    """Why ``slug`` cannot be the address of ``survey`` (None when it can).
+    """Why ``slug`` cannot be the address of ``survey``, as an error code (None when it can).
 
     Whose survey holds a taken address is not said, nor whether it is a draft: only that it is
     taken, which any attempt to use it would show anyway.
     """
     if not validation.is_slug(slug):
-        return SLUG_RULE
+        return "survey.slug_malformed"
     holder = session.scalar(select(Survey.id).where(Survey.slug == slug))
     if holder is not None and (survey is None or holder != survey.id):
-        return SLUG_TAKEN
+        return "survey.slug_taken"
     return None
 
 
@@ -174,7 +166,7 @@ def set_slug(session: Session, survey: Survey, slug: str) -> None:
     """Give a draft the address ``slug`` (``/s/<slug>``). A published survey keeps its address:
     its link has been sent, and changing it would break every copy."""
     if not survey.is_draft:
-        raise Conflict("The address of a published survey cannot change: its link may have been sent already.")
+        raise Conflict("survey.slug_published")
     slug = (slug or "").strip().lower()
     problem = slug_problem(session, slug, survey)
     if problem:
@@ -184,12 +176,12 @@ def set_slug(session: Session, survey: Survey, slug: str) -> None:
         with session.begin_nested():  # another organizer may have taken it a moment ago
             session.flush()
     except IntegrityError:
-        raise DomainError(SLUG_TAKEN, path=SLUG) from None
+        raise DomainError("survey.slug_taken", path=SLUG) from None
 
 
 def set_dates(survey: Survey, opens_on: dt.date | None, closes_on: dt.date | None) -> None:
     if opens_on and closes_on and closes_on < opens_on:
-        raise DomainError("The closing date must not be before the opening date.", path=("closes_on",))
+        raise DomainError("survey.dates_reversed", path=("closes_on",))
     survey.opens_on, survey.closes_on = opens_on, closes_on
 
 
@@ -200,7 +192,7 @@ def set_access(survey: Survey, mode: str) -> None:
     codes already used stay used.
     """
     if mode not in ACCESS_MODES:
-        raise DomainError(f"Access must be one of: {', '.join(ACCESS_MODES)}.", path=("access",))
+        raise DomainError("survey.access_unknown", path=("access",), modes=", ".join(ACCESS_MODES))
     survey.access = mode
 
 
@@ -217,7 +209,7 @@ def duplicate(session: Session, survey: Survey, owner: User, *, keep_team: bool 
     try:
         copy = create_survey_from_spec(session, spec, owner=owner)
     except DomainError as error:
-        raise Conflict(f"This survey cannot be copied: {error}") from None
+        raise Conflict("survey.copy_failed", reason=str(error)) from None
     if keep_team:
         copy_team(survey, copy)
     return copy
@@ -232,7 +224,7 @@ def import_draft(session: Session, document: str | bytes, owner: User) -> Survey
     :class:`DomainError` nothing was added.
     """
     if not (document.strip() if isinstance(document, str) else document.strip(b" \t\r\n")):
-        raise DomainError("the spec is empty")
+        raise DomainError("spec.empty")
     spec = parse_json(document, "the spec")
     if isinstance(spec, dict):
         spec = {**spec, "status": "draft"}

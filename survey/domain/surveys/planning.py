@@ -8,12 +8,14 @@ keep. Pure values: no Flask, no database, no privacy core.
 
 from __future__ import annotations
 
+from survey.domain.messages import message
+
 #: The smallest target margin of error, 0.1 percentage points. Far smaller margins ask for more
 #: respondents than there are people, and below about 1e-154 the sample size divides by zero.
 MIN_TARGET_MARGIN = 0.001
 #: A margin is a share: below 1.
 MAX_TARGET_MARGIN = 1.0
-TARGET_MARGIN_RULE = f"a share between 0 and 1, at least {MIN_TARGET_MARGIN:g} (0.1 percentage points), such as 0.05"
+TARGET_MARGIN_RULE = message("rule.target_margin", least=MIN_TARGET_MARGIN)
 
 
 #: What a new survey plans with until its organizer says otherwise.
@@ -23,7 +25,7 @@ DEFAULT_TARGET_MARGIN = 0.05
 MAX_RESPONDENTS = 100_000_000
 #: A cap on the total ε is a number above 0 and below this (no cap at all is the way to say "none").
 MAX_EPSILON_CAP = 1e6
-EPSILON_CAP_RULE = "a number greater than 0, or left out for no cap"
+EPSILON_CAP_RULE = message("rule.epsilon_cap")
 #: Planning figures are computed at the worst case of a yes/no question, a true share of 50%, at 95%.
 PLANNING_SHARE = 0.5
 PLANNING_LEVEL = 0.95

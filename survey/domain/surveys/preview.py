@@ -28,6 +28,7 @@ from typing import Any
 
 from survey.domain import validation
 from survey.domain.errors import DomainError, Path
+from survey.domain.messages import message
 from survey.domain.surveys.budget import planning_figures
 from survey.domain.surveys.kinds import FIXED, LISTED, find_kind, kind_of
 from survey.domain.surveys.planning import (
@@ -90,10 +91,10 @@ def _values(typed: Any, k: int, place: Place, *field: str, name: str, what: str)
     if isinstance(typed, list):
         return [validation.finite_number(x, place, *field, i, name=name, what=what) for i, x in enumerate(typed)]
     if validation.is_blank(typed):
-        raise place.error(f"enter the {what}", *field)
+        raise place.error("number.blank", *field, what=what)
     parts = [p for p in re.split(r"[\s,;]+", str(typed).strip()) if p]
     if len(parts) != k:
-        raise place.error(f"give one number per option ({k}), separated by commas; got {len(parts)}", *field)
+        raise place.error("preview.shares_count", *field, k=k, got=len(parts))
     return [validation.finite_number(x, place, *field, i, name=name, what=what) for i, x in enumerate(parts)]
 
 
@@ -121,7 +122,7 @@ def privacy_settings(
     their default, which a parameter without one has not). Raises :class:`DomainError` at the path of
     the parameter at fault."""
     if set_by not in (EPSILON.name, design.level.field):
-        raise HERE.error(f"set the privacy level by epsilon or {design.level.field}, got {set_by!r}", "privacy")
+        raise HERE.error("preview.level_unknown", "privacy", level=design.level.field, set_by=set_by)
     level_name = EPSILON.name if set_by == EPSILON.name else design.level.name
     value = _typed(design, level_name, level, k)
     given: dict[str, Any] = {}
@@ -133,7 +134,7 @@ def privacy_settings(
         privacy = design.from_level(level_name, value, given, k)
     except ParameterError as error:
         index = () if error.index is None else (error.index,)
-        raise HERE.error(str(error), "privacy", error.parameter, *index) from None
+        raise HERE.error("design.invalid", "privacy", error.parameter, *index, reason=str(error)) from None
     if allow_one_sided:
         privacy["allow_one_sided"] = True
     return privacy
@@ -147,7 +148,7 @@ def _whole(value: Any, default: int, place: Place, *field: str, low: int, high: 
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number != int(number) or not low <= number <= high:
-        raise place.error(f"{what} must be a whole number from {low:,} to {high:,}, got {value!r}", *field)
+        raise place.error("preview.whole_number_out_of_range", *field, what=what, low=low, high=high, value=value)
     return int(number)
 
 
@@ -159,7 +160,7 @@ def _margin(value: Any) -> float:
     except (TypeError, ValueError):
         number = math.nan
     if not target_margin_ok(number):  # the spec's own bound: what is previewed can be saved
-        raise HERE.error(f"the target margin must be {TARGET_MARGIN_RULE}, got {value!r}", "margin")
+        raise HERE.error("preview.margin_out_of_range", "margin", rule=TARGET_MARGIN_RULE, value=value)
     return number
 
 
@@ -172,7 +173,7 @@ def chosen_design(params: Mapping[str, Any]) -> Design:
     design = DESIGNS.get(str(params.get("design") or ""))
     if design is None:
         raise HERE.error(
-            f"design must be one of {', '.join(DESIGNS)}, got {params.get('design')!r}", "privacy", "design"
+            "preview.design_unknown", "privacy", "design", designs=", ".join(DESIGNS), design=params.get("design")
         )
     return design
 
@@ -185,11 +186,11 @@ def chosen_set_by(params: Mapping[str, Any], design: Design) -> str:
     named = str(params.get("set_by") or "")
     if named:
         if named not in (EPSILON.name, level):
-            raise HERE.error(f"set the privacy level by epsilon or {level}, got {named!r}", "privacy")
+            raise HERE.error("preview.level_named_unknown", "privacy", level=level, named=named)
         return named
     has_eps, has_level = not validation.is_blank(params.get("epsilon")), not validation.is_blank(params.get(level))
     if has_eps == has_level:
-        raise HERE.error(f"give exactly one of epsilon and {level}", "privacy", "epsilon")
+        raise HERE.error("preview.level_twice", "privacy", "epsilon", level=level)
     return EPSILON.name if has_eps else level
 
 
@@ -212,14 +213,11 @@ def plain_message(error: DomainError, design: Design | None, typed: Mapping[str,
     parameter = design.parameter(path[1])
     if parameter is None:
         return error.message
-    label = parameter.label
-    named = label if label.startswith("ε") else "the " + re.sub(r"^(\W?)(\w)", lambda m: m[1] + m[2].lower(), label)
-    if validation.is_blank(typed.get(parameter.field)):
-        return f"Type {named}: {parameter.rule}."
+    if validation.is_blank(typed.get(parameter.field)):  # the registry's words for it inside a sentence
+        return message("preview.parameter_blank", named=parameter.phrase or parameter.label, rule=parameter.rule)
     if parameter is EPSILON and EPSILON.contains(_as_float(typed.get(parameter.field))):
         return error.message  # an ε above 0 refused: too small for the design, which the message says
-
-    return f"{named if named.startswith('ε') else named[:1].upper() + named[1:]} must be {parameter.rule}."
+    return message("preview.parameter_rule", named=parameter.subject or parameter.label, rule=parameter.rule)
 
 
 def preview(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -233,7 +231,7 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
     design = chosen_design(params)
     kind = str(params.get("kind") or default_kind(design))
     if kind not in KINDS or kind not in design.kinds:
-        raise HERE.error(f"a {kind} question cannot use the design {design.id!r}", "privacy", "design")
+        raise HERE.error("preview.design_not_for_kind", "privacy", "design", kind=kind, design=design.id)
     entry = kind_of(kind)
     k = (
         len(entry.labels)
@@ -241,7 +239,7 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
         else _whole(params.get("k"), 2, HERE, "options", low=0, high=MAX_OPTIONS, what="the number of options")
     )
     if k < 2:
-        raise HERE.error("a choice question needs at least 2 options: type them one per line", "options")
+        raise HERE.error("preview.too_few_options", "options")
     set_by = chosen_set_by(params, design)
     n = _whole(params.get("n"), DEFAULT_RESPONDENTS, HERE, "n", low=1, high=MAX_RESPONDENTS, what="n")
     margin = _margin(params.get("margin"))
@@ -350,7 +348,7 @@ def describe(
     }
 
 
-def error_json(error: DomainError, params: Mapping[str, Any]) -> dict[str, Any]:
+def error_json(error: DomainError, params: Mapping[str, Any], detail: str | None = None) -> dict[str, Any]:
     """A refused preview as JSON: the error (the precise words of the spec's checks), its status and
     path, the input it belongs to, and ``message``: what the builder shows, in plain words
     (:func:`plain_message`)."""
@@ -363,5 +361,5 @@ def error_json(error: DomainError, params: Mapping[str, Any]) -> dict[str, Any]:
         "ok": False,
         "field": input_for(error.path, design, set_by),
         "message": plain_message(error, design, params),
-        **error.to_json(),
+        **error.to_json(detail=detail),
     }

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain import validation
 from survey.domain.errors import DomainError
+from survey.domain.messages import message
 from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
 from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
 from survey.domain.surveys.planning import (
@@ -74,33 +75,26 @@ RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
 MAX_OPTIONS = 50
 YES_NO_LABELS = list(kind_of("yes_no").labels)
-SURVEY = Place((), "survey")
+SURVEY = Place((), message("place.survey"))
 #: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
 ALONE = Place()
 #: Flags the spec's privacy object may hold besides the design's own parameters.
 PRIVACY_FLAGS = {"design", "allow_one_sided"}
-REVEALS_EVERYTHING = (
-    "every report this design sends reveals the true answer, so it protects nothing: ask the question "
-    "directly instead (kind 'direct')"
-)
-ONE_SIDED = (
-    "this design has ε = ∞: some reports reveal the true answer, so only one answer is deniable. "
-    "Set 'allow_one_sided': true to accept that explicitly"
-)
 
 
 def _unknown(fields: Mapping[str, Any], allowed: set[str] | frozenset[str], place: Place, *within: str) -> None:
     extra = sorted(set(fields) - allowed, key=str)
     if extra:
-        error = place.error(f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})", *within)
+        error = place.error("spec.unknown_field", *within, field=extra[0], allowed=", ".join(sorted(allowed)))
         error.path = (*error.path, extra[0])
         raise error
 
 
 def question_place(index: int, key: Any = None) -> Place:
     """Where question ``index`` (from 0) of a spec sits: its path, and "question 2 ('q2')" in words."""
-    words = f"question {index + 1}" + (f" ({key!r})" if isinstance(key, str) else "")
-    return Place(("questions", index), words)
+    if isinstance(key, str):
+        return Place(("questions", index), message("place.question_key", number=index + 1, key=key))
+    return Place(("questions", index), message("place.question", number=index + 1))
 
 
 def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
@@ -109,41 +103,41 @@ def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = 
     live preview calls this too, so what it shows and what saving does cannot disagree: the same
     message, at the same path below ``place``."""
     if not isinstance(privacy, Mapping):
-        raise place.error(f"a {kind} question is randomized and needs privacy settings", "privacy")
+        raise place.error("spec.privacy_missing", "privacy", kind=kind)
     design = DESIGNS.get(privacy.get("design")) if isinstance(privacy.get("design"), str) else None
     if design is None or kind not in design.kinds:
         allowed = ", ".join(d.id for d in designs_for(kind))
-        raise place.error(f"must be one of {allowed}, got {privacy.get('design')!r}", "privacy", "design")
+        raise place.error("spec.design_unknown", "privacy", "design", allowed=allowed, design=privacy.get("design"))
     _unknown(privacy, design.spec_fields | PRIVACY_FLAGS, place, "privacy")
     required = [p.name for p in design.others]
     if design.epsilon_in_spec:
         if ("epsilon" in privacy) == (design.level.name in privacy):
-            raise place.error(f"give exactly one of 'epsilon' and '{design.level.name}'", "privacy")
+            raise place.error("spec.level_twice", "privacy", level=design.level.name)
     else:
         required.append(design.level.name)
     for name in sorted(required):
         if name not in privacy:
-            raise place.error("is missing", "privacy", name)
+            raise place.error("spec.parameter_missing", "privacy", name)
     for name in sorted(design.spec_fields & set(privacy)):
         value = privacy[name]
         parameter = design.parameter(name)
         if parameter is not None and parameter.per_option:
             if not isinstance(value, list) or len(value) != len(labels):
-                raise place.error(f"needs one probability per option ({len(labels)})", "privacy", name)
+                raise place.error("spec.probabilities_count", "privacy", name, count=len(labels))
             for i, item in enumerate(value):
                 if not validation.is_number(item):
-                    raise place.error(f"must be a number, got {item!r}", "privacy", name, i)
+                    raise place.error("spec.not_number", "privacy", name, i, value=item)
         elif not validation.is_number(value):
-            raise place.error(f"must be a number, got {value!r}", "privacy", name)
+            raise place.error("spec.not_number", "privacy", name, value=value)
     try:
         mechanism = design.mechanism({k: v for k, v in privacy.items() if k not in PRIVACY_FLAGS}, labels)
     except ParameterError as error:
         index = () if error.index is None else (error.index,)
-        raise place.error(str(error), "privacy", error.parameter, *index) from None
+        raise place.error("design.invalid", "privacy", error.parameter, *index, reason=str(error)) from None
     except ValueError as error:  # about the design as a whole (a singular matrix, ...)
-        raise place.error(str(error), "privacy") from None
+        raise place.error("design.invalid", "privacy", reason=str(error)) from None
     if mechanism.reveals_everything:
-        raise place.error(REVEALS_EVERYTHING, "privacy")
+        raise place.error("spec.reveals_everything", "privacy")
     return mechanism
 
 
@@ -151,7 +145,7 @@ def build_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = A
     """The mechanism of a question's privacy object, with the consent an ε = ∞ design needs."""
     mechanism = design_mechanism(kind, labels, privacy, place)
     if math.isinf(mechanism.epsilon) and privacy.get("allow_one_sided") is not True:
-        raise place.error(ONE_SIDED, "privacy", "allow_one_sided")
+        raise place.error("spec.one_sided", "privacy", "allow_one_sided")
     return mechanism
 
 
@@ -160,23 +154,23 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     (the key is added to them). The spec import and the builder both make questions here."""
     place = question_place(index)
     if not isinstance(raw, Mapping):
-        raise place.error("must be an object")
+        raise place.error("spec.not_object")
     place = question_place(index, raw.get("key"))
     _unknown(raw, QUESTION_FIELDS, place)
     key = raw.get("key", f"q{index + 1}")
     if not validation.is_key(key):
         raise place.error(
-            "must start with a lowercase letter and use only a-z, 0-9 and _ (up to 40)",
+            "spec.key_malformed",
             "key",
         )
     if key in RESERVED_KEYS:
-        raise place.error(f"{key!r} is reserved for a column of the microdata export", "key")
+        raise place.error("spec.key_reserved", "key", key=key)
     if key in seen_keys:
-        raise place.error(f"{key!r} is used by an earlier question", "key")
+        raise place.error("spec.key_repeated", "key", key=key)
     seen_keys.add(key)
     kind = raw.get("kind")
     if kind not in KINDS:
-        raise place.error(f"must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
+        raise place.error("spec.kind_unknown", "kind", kinds=", ".join(KINDS), kind=kind)
     entry = kind_of(kind)
     text = validation.text(raw.get("text"), place, "text", limit=TEXT_LIMITS["text"])
     help_text = validation.text(
@@ -184,26 +178,24 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     )
     required = raw.get("required", True)
     if not isinstance(required, bool):
-        raise place.error("must be true or false", "required")
+        raise place.error("spec.not_boolean", "required")
 
     if entry.ranged:
         return _ranged_question(raw, place, index, entry, key, text, help_text, required)
     for field in ("minimum", "maximum"):
         if field in raw:
-            raise place.error("only a number question has a range", field)
+            raise place.error("spec.range_not_number", field)
     options = raw.get("options")
     if entry.options == FIXED:
         if options is not None and options != list(entry.labels):
-            raise place.error(
-                f"a {kind} question has the options {' and '.join(entry.labels)}; leave it out", "options"
-            )
+            raise place.error("spec.options_fixed", "options", kind=kind, labels=" and ".join(entry.labels))
         labels = list(entry.labels)
     else:
         if not isinstance(options, list) or not 2 <= len(options) <= MAX_OPTIONS:
-            raise place.error(f"a {kind} question needs a list of 2 to {MAX_OPTIONS} options", "options")
+            raise place.error("spec.options_count", "options", kind=kind, most=MAX_OPTIONS)
         labels = [validation.text(o, place, "options", i, limit=TEXT_LIMITS["option"]) for i, o in enumerate(options)]
         if len(set(labels)) != len(labels):
-            raise place.error("options must be distinct", "options")
+            raise place.error("spec.options_repeated", "options")
 
     question = Question(
         position=index,
@@ -216,7 +208,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     )
     if not entry.randomized:
         if raw.get("privacy") is not None:
-            raise place.error(f"a {kind} question is asked plainly and has no privacy settings", "privacy")
+            raise place.error("spec.privacy_not_randomized", "privacy", kind=kind)
     else:
         privacy = raw.get("privacy")
         question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
@@ -230,9 +222,17 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
             and abs(sum(truth) - 1) < 1e-9
         )
         if not valid:
-            raise place.error("needs one share per option, summing to 1", "simulated_truth")
+            raise place.error("spec.simulated_truth_invalid", "simulated_truth")
         question.simulated_truth = [float(x) for x in truth]
     return question
+
+
+#: The fields a number question has none of, and the error each one is refused with.
+NOT_FOR_NUMBERS = {
+    "options": "spec.number_has_no_options",
+    "privacy": "spec.number_has_no_privacy",
+    "simulated_truth": "spec.number_has_no_simulated_truth",
+}
 
 
 def _ranged_question(
@@ -240,22 +240,15 @@ def _ranged_question(
 ) -> Question:
     """A question answered by a whole number from ``minimum`` to ``maximum`` (a number question),
     asked directly."""
-    for field in ("options", "privacy", "simulated_truth"):
+    for field, code in NOT_FOR_NUMBERS.items():
         if raw.get(field) is not None:
-            why = {
-                "options": "a number question has a range (minimum and maximum), not options",
-                "privacy": "a number question is asked plainly and has no privacy settings",
-                "simulated_truth": "a number question has no simulated shares",
-            }
-            raise place.error(why[field], field)
+            raise place.error(code, field)
     if "minimum" not in raw or "maximum" not in raw:
-        raise place.error(
-            "a number question needs a minimum and a maximum", "minimum" if "minimum" not in raw else "maximum"
-        )
+        raise place.error("spec.range_missing", "minimum" if "minimum" not in raw else "maximum")
     low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
     high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
     if high <= low:
-        raise place.error(f"must be above the minimum ({low:,})", "maximum")
+        raise place.error("spec.range_reversed", "maximum", low=low)
     return Question(
         position=index,
         key=key,
@@ -301,25 +294,25 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     The caller commits. Raises :class:`DomainError` and adds nothing if any part is invalid.
     """
     if not isinstance(spec, Mapping):
-        raise DomainError("the spec must be a JSON object with a title and questions")
+        raise DomainError("spec.not_survey")
     _unknown(spec, SURVEY_FIELDS, SURVEY)
     texts = survey_texts(spec)
     status = spec.get("status", "open")
     if status not in SPEC_STATUSES:
-        raise SURVEY.error(f"must be one of {', '.join(SPEC_STATUSES)}", "status")
+        raise SURVEY.error("spec.status_unknown", "status", statuses=", ".join(SPEC_STATUSES))
     raw_questions = spec.get("questions", [] if status == "draft" else None)
     least = 0 if status == "draft" else 1
     if not isinstance(raw_questions, list) or not least <= len(raw_questions) <= MAX_QUESTIONS:
-        raise SURVEY.error(f"needs a list of {least} to {MAX_QUESTIONS} questions", "questions")
+        raise SURVEY.error("spec.questions_count", "questions", least=least, most=MAX_QUESTIONS)
     planning = parse_planning(spec)
     seen: set[str] = set()
     questions = [question_from_spec(raw, i, seen) for i, raw in enumerate(raw_questions)]
     slug = spec.get("slug")
     if slug is not None:
         if not validation.is_slug(slug):
-            raise SURVEY.error("use 3 to 80 characters from a-z, 0-9 and -", "slug")
+            raise SURVEY.error("spec.slug_malformed", "slug")
         if session.scalar(select(Survey.id).where(Survey.slug == slug)) is not None:
-            raise SURVEY.error(f"{slug!r} is already taken", "slug")
+            raise SURVEY.error("spec.slug_taken", "slug", slug=slug)
     else:
         slug = _slug(session, texts["title"])
     survey = Survey(
@@ -351,12 +344,12 @@ def parse_planning(spec: Mapping[str, Any]) -> dict[str, Any]:
         )
     if "access" in spec:
         if spec["access"] not in ACCESS_MODES:
-            raise SURVEY.error(f"must be one of {', '.join(ACCESS_MODES)}", "access")
+            raise SURVEY.error("spec.access_unknown", "access", modes=", ".join(ACCESS_MODES))
         values["access"] = spec["access"]
     for flag in ("auto_close", "shared_devices"):
         if flag in spec:
             if not isinstance(spec[flag], bool):
-                raise SURVEY.error("must be true or false", flag)
+                raise SURVEY.error("spec.not_boolean", flag)
             values[flag] = spec[flag]
     return values
 

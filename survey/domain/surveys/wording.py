@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
+from survey.domain.messages import N_
 from survey.privacy import Mechanism, mechanism_posterior_bounds, posterior_bounds
 from survey.privacy.deniability import highest_posterior
-from survey.privacy.designs import DESIGNS
 
 
 def percent(x: float) -> str:
@@ -50,13 +51,76 @@ def epsilon_text(epsilon: float | None) -> str:
     return f"{epsilon:.2f}"
 
 
+# -- what each design does, told to a respondent ----------------------------------------------------
+# The privacy core's registry (survey/privacy/designs.py) holds no sentences for respondents: they
+# are here, by design id, as templates marked for translation (N_) and filled with the percentages
+# the mechanism gives.
+
+BROWSER_WORDS = {
+    "coin": N_(
+        "Before anything is sent, your browser flips a virtual coin: {truth} of the time it sends your answer; "
+        "otherwise it sends “yes” with a chance of {forced_yes} and “no” otherwise, whatever you answered."
+    ),
+    "warner": N_(
+        "Before anything is sent, your browser sends your answer {truth} of the time and the opposite answer "
+        "{opposite} of the time."
+    ),
+    "grr_two": N_(
+        "Before anything is sent, your browser keeps your answer {truth} of the time and sends the other answer "
+        "{other} of the time."
+    ),
+    "grr": N_(
+        "Before anything is sent, your browser keeps your answer {truth} of the time; otherwise it sends one of "
+        "the other {others} options, picked at random."
+    ),
+    "forced_response": N_(
+        "Before anything is sent, your browser keeps your answer {truth} of the time; otherwise it sends an "
+        "option drawn at random with fixed chances."
+    ),
+    "custom": N_("Before anything is sent, your browser replaces your answer by a random draw that depends on it."),
+}
+
+
+def _coin_words(mechanism: Mechanism) -> str:
+    params = mechanism.parameters
+    p = params.get("truth_probability", params.get("sensitive_probability"))
+    f = params.get("yes_probability", params.get("unrelated_yes_rate"))
+    return BROWSER_WORDS["coin"].format(truth=percent(p), forced_yes=percent(f))
+
+
+def _warner_words(mechanism: Mechanism) -> str:
+    p = mechanism.parameters["p"]
+    return BROWSER_WORDS["warner"].format(truth=percent(p), opposite=percent(1 - p))
+
+
+def _grr_words(mechanism: Mechanism) -> str:
+    p = mechanism.truth_probability
+    others = mechanism.k - 1
+    if others == 1:
+        return BROWSER_WORDS["grr_two"].format(truth=percent(p), other=percent(1 - p))
+    return BROWSER_WORDS["grr"].format(truth=percent(p), others=others)
+
+
+def _forced_words(mechanism: Mechanism) -> str:
+    return BROWSER_WORDS["forced_response"].format(truth=percent(mechanism.truth_probability))
+
+
+#: Design id → what the respondent's browser does with the answer, in words. A design in the
+#: registry without an entry here is told in the general words of a custom matrix.
+DESIGN_WORDS: dict[str, Callable[[Mechanism], str]] = {
+    "coin_flip": _coin_words,
+    "warner": _warner_words,
+    "unrelated_question": _coin_words,
+    "grr": _grr_words,
+    "forced_response": _forced_words,
+}
+
+
 def describe_design(mechanism: Mechanism) -> str:
-    """What the respondent's browser does with their answer, in one or two sentences (the registry's
-    words for the design; a custom matrix gets a general sentence)."""
-    design = DESIGNS.get(mechanism.design)
-    if design is not None:
-        return design.words(mechanism, percent)
-    return "Before anything is sent, your browser replaces your answer by a random draw that depends on it."
+    """What the respondent's browser does with their answer, in one or two sentences (the words for
+    its design; a custom matrix, or a design without words of its own, gets a general sentence)."""
+    words = DESIGN_WORDS.get(mechanism.design)
+    return words(mechanism) if words is not None else BROWSER_WORDS["custom"]
 
 
 def _belief_bounds(mechanism: Mechanism, prior: float) -> tuple[str | None, float, float | None]:

@@ -18,7 +18,7 @@ from survey.domain.errors import DomainError
 from survey.domain.models import User
 from survey.platform.extensions import db
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import commit_or_refuse, localized, me, see_other
 from ..mailing import Delivery, Outgoing, deliver, prepare_password_link, send_limit
 from . import bp
 from .forms import CreateUserForm, SettingsForm, UserActionForm
@@ -72,7 +72,7 @@ def _action(change: Callable[[int | None], User], message: Callable[[User], str]
         lambda: change(form.user_id.data),
         form=form,
         done=lambda user: see_other("admin.index", message(user)),
-        refused=lambda status, error: _page(status, error=error.message if error else "Choose a user."),
+        refused=lambda status, error: _page(status, error=localized(error) if error else "Choose a user."),
     )
 
 
@@ -125,7 +125,7 @@ def password_link():
         return prepare_password_link(link, token, admin)
 
     def refused(status: int, error: DomainError | None):
-        return _page(status, error=error.message if error else "Choose a user.")
+        return _page(status, error=localized(error) if error else "Choose a user.")
 
     return commit_or_refuse(
         make_link, form=form, done=lambda outgoing: _page(200, delivery=deliver(outgoing)), refused=refused
@@ -148,5 +148,5 @@ def settings():
             else "Only administrators may now invite people to make accounts.",
             anchor="settings",
         ),
-        refused=lambda status, error: _page(status, error=error.message if error else "Choose a setting."),
+        refused=lambda status, error: _page(status, error=localized(error) if error else "Choose a setting."),
     )

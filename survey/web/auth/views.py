@@ -19,7 +19,7 @@ from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import AccountLink, User
 from survey.platform.extensions import db
 
-from ..common import see_other
+from ..common import localized, see_other
 from . import bp
 from .forms import LoginForm, LogoutForm, NewAccountForm, NewPasswordForm, TakeRoleForm
 
@@ -129,7 +129,7 @@ def link():
         if error.status == 404:  # used by another request meanwhile
             return _link_page(None, status=404)
         if isinstance(error, Forbidden):  # the inviter may no longer invite people to make accounts
-            return _link_page(account_link, form, error.status, refusal=error.message)
+            return _link_page(account_link, form, error.status, refusal=localized(error))
         form.add_domain_error(error)
         return _link_page(account_link, form, error.status)
     db.session.commit()
@@ -149,7 +149,7 @@ def _take(account_link: AccountLink, token: str, form):
         db.session.rollback()
         if error.status == 404:
             return _link_page(None, status=404)
-        return _link_page(account_link, form, error.status, refusal=error.message)
+        return _link_page(account_link, form, error.status, refusal=localized(error))
     title = membership.survey.title
     db.session.commit()
     return see_other("results.index", f"You now work on “{title}”.")

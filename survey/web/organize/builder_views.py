@@ -9,6 +9,7 @@ gets a 404, as if the survey did not exist.
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,7 +31,7 @@ from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name, kinds_served
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import PROBLEM_JSON, commit_or_refuse, json_error, localized, me, see_other
 from . import bp
 from .builder_forms import (
     MoveForm,
@@ -216,7 +217,7 @@ def _save_question(survey: Survey, question: Question | None, form: QuestionForm
 
     def refused(status: int, error: DomainError | None) -> ResponseReturnValue:
         if isinstance(error, Frozen):
-            return _render_question(survey, question, form, alert=error.message, status=status)
+            return _render_question(survey, question, form, alert=localized(error), status=status)
         if error is not None:
             form.add_domain_error(error)
         return _render_question(survey, question, form, status=status)
@@ -234,7 +235,7 @@ def add_question(slug: str):
     """A new question for a draft; an opened survey's question list is frozen (409)."""
     survey = _editable(slug)
     if not survey.is_draft:
-        return _render_build(survey, alert=Frozen().message, status=409)
+        return _render_build(survey, alert=localized(Frozen()), status=409)
     if request.method == "POST":
         return _save_question(survey, None, QuestionForm.for_question(None, request.form))
     return _render_question(survey, None, QuestionForm.for_question(None))
@@ -263,7 +264,7 @@ def delete_question(slug: str, key: str):
     question = _question_or_404(survey, key)
     if request.method == "GET":
         if not survey.is_draft:
-            return _render_build(survey, alert=Frozen().message, status=409)
+            return _render_build(survey, alert=localized(Frozen()), status=409)
         options = ", its options" if question.kind_entry.options == LISTED else ""
         points = [
             f"Its text{options} and its privacy settings are deleted. This cannot be undone.",
@@ -285,7 +286,7 @@ def delete_question(slug: str, key: str):
     return commit_or_refuse(  # its only field is the CSRF token, which CSRFProtect has checked before this runs
         lambda: builder.delete_question(survey, question),
         done=lambda _: _to_build(survey, "Question deleted."),
-        refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+        refused=lambda status, error: _render_build(survey, alert=localized(error) if error else None, status=status),
     )
 
 
@@ -301,7 +302,7 @@ def move_question(slug: str, key: str):
     return commit_or_refuse(
         lambda: builder.move_question(survey, question, offsets[form.direction.data]),
         done=lambda _: _to_build(survey, "Question moved."),
-        refused=lambda status, error: _render_build(survey, alert=error.message if error else None, status=status),
+        refused=lambda status, error: _render_build(survey, alert=localized(error) if error else None, status=status),
     )
 
 
@@ -310,13 +311,13 @@ def question_planning_api(slug: str, key: str):
     """One randomized question's planning figures, for a row of the budget panel the build page left
     to be filled in (it computes only so many figures itself): one design's cost at most."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see the planning figures.", status=401), 401
+        return json_error(DomainError("auth.planning_sign_in"))
     survey = _editable(slug)
     question = _question_or_404(survey, key)
     try:
         figures = question_planning(survey, question)
     except DomainError as error:
-        return jsonify(error.to_json()), error.status
+        return json_error(error)
     return jsonify(
         key=question.key,
         **figures,
@@ -339,11 +340,14 @@ def privacy_preview():
     API does.
     """
     if not current_user.is_authenticated:
-        return jsonify(ok=False, error="Sign in to use the privacy preview.", status=401), 401
+        response, status = json_error(DomainError("auth.preview_sign_in"))
+        response.set_data(json.dumps({"ok": False, **response.get_json()}))
+        return response, status
     try:
         response = jsonify(preview(request.args))
     except DomainError as error:
-        response = jsonify(error_json(error, request.args))
+        response = jsonify(error_json(error, request.args, detail=localized(error, placed=True)))
+        response.mimetype = PROBLEM_JSON
         response.status_code = error.status
     response.headers["Cache-Control"] = "private, no-store"
     return response

@@ -20,7 +20,7 @@ from survey.domain.responses.codes import (
 )
 from survey.platform.extensions import db
 
-from ..common import commit_or_refuse, see_other
+from ..common import commit_or_refuse, localized, see_other
 from ..mailing import respondent_url
 from . import bp
 from .codes_forms import CodesForm, RevokeForm
@@ -71,7 +71,7 @@ def revoke_code(slug: str):
             "organize.share", f"The code {shown(code)} was revoked.", anchor="invitations", slug=slug
         ),
         refused=lambda status, error: render_manage(
-            survey, status, codes_error=error.message if error else "Choose a code to revoke."
+            survey, status, codes_error=localized(error) if error else "Choose a code to revoke."
         ),
     )
 
@@ -102,7 +102,7 @@ def revoke_unused_codes(slug: str):
     return commit_or_refuse(
         lambda: revoke_unused(db.session, survey),
         done=done,
-        refused=lambda status, error: render_manage(survey, status, codes_error=error.message if error else ""),
+        refused=lambda status, error: render_manage(survey, status, codes_error=localized(error) if error else ""),
     )
 
 

@@ -24,7 +24,7 @@ from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import csrf, db
 from survey.privacy.designs import design_name
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import commit_or_refuse, localized, me, say, see_other
 from ..mailing import respondent_url
 from . import bp
 from .lifecycle_forms import AccessForm, AddressForm, AutoCloseForm, DatesForm, ImportForm
@@ -59,7 +59,7 @@ def publish(slug: str):
             "organize/publish.html",
             survey=survey,
             questions=questions,
-            problems=lifecycle.publish_problems(survey),
+            problems=[localized(problem) for problem in lifecycle.publish_refusals(survey)],
             total_epsilon=epsilon_text(survey.total_epsilon()),
             cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
             survey_link=respondent_url("respond.show", slug=survey.slug),
@@ -150,7 +150,7 @@ def delete_survey(slug: str):
     return commit_or_refuse(
         lambda: lifecycle.delete_draft(db.session, survey, me()),
         done=lambda title: see_other("results.index", f"The draft “{title}” was deleted."),
-        refused=lambda status, error: render_manage(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: render_manage(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 
@@ -187,7 +187,7 @@ def check_address(slug: str):
     response = jsonify(
         slug=wanted,
         available=problem is None,
-        message=problem or f"This address is free: {respondent_url('respond.show', slug=wanted)}",
+        message=say(problem) if problem else f"This address is free: {respondent_url('respond.show', slug=wanted)}",
     )
     return no_store(response)
 
@@ -204,7 +204,7 @@ def duplicate(slug: str):
             f"“{copy.title}” is a new draft with the same questions and designs: change it, then publish it.",
             slug=copy.slug,
         ),
-        refused=lambda status, error: render_manage(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: render_manage(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 

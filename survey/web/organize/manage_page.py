@@ -31,7 +31,7 @@ from survey.domain.results.live import live_status
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import commit_or_refuse, localized, me, say, see_other
 from ..mailing import Delivery, respondent_url
 from .codes_forms import CodesForm
 from .lifecycle_forms import AccessForm, AddressForm, AutoCloseForm, DatesForm
@@ -143,7 +143,7 @@ def transition(slug: str, change: Callable[[Survey], None], done: str):
     return commit_or_refuse(
         lambda: change(survey),
         done=lambda _: see_other("organize.share", done, anchor="state", slug=slug),
-        refused=lambda status, error: render_manage(survey, status, lifecycle_error=error.message if error else ""),
+        refused=lambda status, error: render_manage(survey, status, lifecycle_error=localized(error) if error else ""),
     )
 
 
@@ -176,5 +176,5 @@ def confirm(
 def owner_only(survey: Survey, what: str):
     """The management page with the reason (403) when the signed-in user does not own ``survey``."""
     if survey_access(me(), survey).role != OWNER:
-        return render_manage(survey, 403, lifecycle_error=f"Only the survey's owner can {what}.")
+        return render_manage(survey, 403, lifecycle_error=say("survey.owner_only", what=what))
     return None

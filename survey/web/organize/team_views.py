@@ -27,7 +27,7 @@ from survey.domain.errors import NotFound
 from survey.domain.models import Membership
 from survey.platform.extensions import db
 
-from ..common import commit_or_refuse, me, see_other
+from ..common import commit_or_refuse, localized, me, see_other
 from ..mailing import Outgoing, deliver, invited_words, prepare_role_offer, send_limit
 from . import bp
 from .manage_page import editable, render_manage
@@ -91,7 +91,7 @@ def withdraw_offer(slug: str):
             slug=slug,
         ),
         refused=lambda status, error: render_manage(
-            survey, status, members_error=error.message if error else "Choose an invitation to withdraw."
+            survey, status, members_error=localized(error) if error else "Choose an invitation to withdraw."
         ),
     )
 
@@ -144,6 +144,6 @@ def remove_member_view(slug: str):
         form=form,
         done=removed,
         refused=lambda status, error: render_manage(
-            survey, status, members_error=error.message if error else "Choose whom to remove."
+            survey, status, members_error=localized(error) if error else "Choose whom to remove."
         ),
     )

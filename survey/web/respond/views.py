@@ -9,14 +9,14 @@ from sqlalchemy import select
 
 from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
-from survey.domain.models import Survey, today
+from survey.domain.models import Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
 from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
 from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
 from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
-from ..common import json_error
+from ..common import json_error, localized, say
 from . import bp
 from .page import contact_href, option_label, survey_page
 
@@ -53,10 +53,10 @@ def _render_form(
     """The survey page, or why it cannot be shown: closed (409 to a post), or by invitation without a
     usable code (403). Every response that shows the questions is made here, after both checks, so
     a survey by invitation shows its questions to holders of a valid code only, whatever went wrong."""
-    accepting, reason = survey.accepting_on(today())
-    if not accepting:
+    refusal = refusal_on(survey.status, survey.opens_on, survey.closes_on, today())
+    if refusal is not None:
         status = 409 if request.method == "POST" else 200
-        return render_template("respond/closed.html", survey=survey, reason=reason), status
+        return render_template("respond/closed.html", survey=survey, reason=localized(refusal)), status
     if survey.access == "invitation":
         try:
             check_code(db.session, survey.id, invitation)
@@ -136,10 +136,11 @@ def submit_form(slug: str):
         values = request.form.getlist(name)
         # The page shown again with the reason checks first that this respondent may see it.
         if not name.startswith(FIELD_PREFIX):
-            message = f"Unexpected field {name!r}. Nothing was stored."
+            message = say("submission.nothing_stored", message=say("submission.unexpected_field", name=name))
             return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         if len(values) > 1:
-            message = f"Question {name[len(FIELD_PREFIX) :]!r} was answered twice. Nothing was stored."
+            twice = say("submission.answered_twice", key=name[len(FIELD_PREFIX) :])
+            message = say("submission.nothing_stored", message=twice)
             return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
@@ -149,7 +150,11 @@ def submit_form(slug: str):
         if survey.access == "invitation" and isinstance(error, Forbidden):
             return _invitation_page(survey, error)
         return _render_form(
-            survey, f"{error.message} Nothing was stored.", error.status, invitation=invitation, submission_key=key
+            survey,
+            say("submission.nothing_stored", message=localized(error)),
+            error.status,
+            invitation=invitation,
+            submission_key=key,
         )
     return redirect(url_for("respond.thanks", slug=slug, again=1 if recorded.already else None), code=303)
 
@@ -220,8 +225,8 @@ def _idempotency_header() -> str | None:
     return value
 
 
-def _api_error(message: str, status: int, *path: str):
-    return json_error(DomainError(message, status=status, path=path))
+def _api_error(code: str, *path: str):
+    return json_error(DomainError(code, path=path))
 
 
 @bp.post("/api/surveys/<slug>/responses")
@@ -230,10 +235,10 @@ def submit_json(slug: str):
     """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
     form = _form_or_404(slug)
     if not request.is_json:
-        return _api_error("send the answers as JSON with Content-Type: application/json", 415)
+        return _api_error("submission.not_json")
     origin = request.headers.get("Origin")
     if origin and origin.rstrip("/") != request.host_url.rstrip("/"):
-        return _api_error("submissions are accepted from this site's own pages only", 403)
+        return _api_error("submission.foreign_origin")
     try:
         body = parse_json(request.get_data(cache=False), "the body")
     except DomainError as error:
@@ -243,15 +248,13 @@ def submit_json(slug: str):
         or "answers" not in body
         or not set(body) <= {"answers", "invitation", "submission_key"}
     ):
-        return _api_error(
-            'the body must be an object with the field "answers" (and "invitation" and "submission_key" if needed)', 400
-        )
+        return _api_error("submission.body_malformed")
     invitation = body.get("invitation")
     if invitation is not None and not isinstance(invitation, str):
-        return _api_error('"invitation" must be the invitation code as text', 400, "invitation")
+        return _api_error("submission.invitation_not_text", "invitation")
     key = body.get("submission_key", _idempotency_header())
     if key is not None and not isinstance(key, str):
-        return _api_error('"submission_key" must be text', 400, "submission_key")
+        return _api_error("submission.key_not_text", "submission_key")
     try:
         recorded = _record(form, body["answers"], invitation, key)
     except DomainError as error:

@@ -49,6 +49,7 @@ from survey.platform.extensions import db
 from survey.privacy.designs import design_name
 from survey.privacy.estimation import FLOOR_FACTOR
 
+from ..common import json_error, localized, say
 from . import bp
 from .chart import Chart, TimelineChart, estimate_chart, timeline_chart
 
@@ -267,11 +268,13 @@ def _page_test(survey: Survey, question: Question) -> dict[str, Any]:
     except ValueError:
         share = None
     if share is None:
-        return {**asked, "error": "Type the share to test as a percentage, for example 10 for 10%."}
+        return {**asked, "error": say("live.threshold_not_percent")}
     try:
         result = anytime(db.session, survey, question.key, share, asked["alternative"], asked["category"] or None)
     except DomainError as e:
-        message = e.message.replace("a share from 0 to 1 (0.1 for 10%)", "a percentage from 0 to 100")
+        if e.code == "live.threshold_out_of_range":  # the page asks for a percentage, not a share
+            return {**asked, "error": say("live.threshold_percent_out_of_range", **e.params)}
+        message = localized(e)
         return {**asked, "error": message[:1].upper() + message[1:] + "."}
     return {**asked, "result": result.to_dict(), "share": share}
 
@@ -290,7 +293,7 @@ def estimates_file(slug: str):
 def estimates_api(slug: str):
     """The estimates as JSON. A machine client gets a JSON 401, not a redirect to a sign-in form."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see results.", status=401), 401
+        return json_error(DomainError("auth.results_sign_in"))
     survey = _survey_or_404(slug)
     response = jsonify(estimates_document(db.session, survey))
     if request.args.get("download"):  # the page's link downloads it, as it does every other file
@@ -352,7 +355,7 @@ def r_script_file(slug: str):
 def live_api(slug: str):
     """Every randomized question's live intervals, its timeline, and the stopping rule's state."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see results.", status=401), 401
+        return json_error(DomainError("auth.results_sign_in"))
     survey = _survey_or_404(slug)
     status = live_status(db.session, survey)
     document = status.to_dict()
@@ -374,7 +377,7 @@ def anytime_api(slug: str):
     """The anytime-valid test of one share against a threshold: ``question``, ``threshold`` (a share
     0..1), ``alternative`` (greater, less, two-sided) and ``category`` (the exports' code)."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see results.", status=401), 401
+        return json_error(DomainError("auth.results_sign_in"))
     survey = _survey_or_404(slug)
     args = request.args
     try:
@@ -387,7 +390,7 @@ def anytime_api(slug: str):
             args.get("category"),
         )
     except DomainError as e:
-        return jsonify(error=e.message, status=e.status, path=list(e.path)), e.status
+        return json_error(e)
     document = result.to_dict()
     question = next(q for q in survey.randomized_questions if q.key == args.get("question"))
     document["category"] = researcher_code(question, result.category)
@@ -474,19 +477,19 @@ def _analysis_csv(slug: str, make: Callable[[Survey], Comparison | Regression], 
     try:
         analysis = make(survey)
     except DomainError as e:
-        return Response(e.message + "\n", status=e.status, mimetype="text/plain")
+        return Response(localized(e) + "\n", status=e.status, mimetype="text/plain")
     return _download(analysis.csv(), f"{survey.slug}-{name(analysis)}.csv", "text/csv")
 
 
 def _analysis_json(slug: str, make: Callable[[Survey], Comparison | Regression]):
     """An analysis as JSON; errors as ``{"error", "status", "path"}``, and a JSON 401, not a redirect."""
     if not current_user.is_authenticated:
-        return jsonify(error="Sign in to see results.", status=401), 401
+        return json_error(DomainError("auth.results_sign_in"))
     survey = _survey_or_404(slug)
     try:
         return jsonify(make(survey).to_dict())
     except DomainError as e:
-        return jsonify(e.to_json()), e.status
+        return json_error(e)
 
 
 @bp.get("/surveys/<slug>/compare.csv")
