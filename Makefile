@@ -124,6 +124,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/worst_case.py --markdown benchmarks/worst_case.md
 	@$(MAKE) --no-print-directory chromium
 	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
+	$(BIN)/python benchmarks/number_epsilon_audit.py --markdown benchmarks/number_epsilon_audit.md
 	$(BIN)/python benchmarks/fuzz.py --markdown benchmarks/fuzz.md
 	@$(MAKE) --no-print-directory wrk
 	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
