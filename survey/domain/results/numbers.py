@@ -62,6 +62,20 @@ class NumberSummary:
         """The number of answers the live interval's bets are tuned for."""
         return LIVE_TUNED_FOR
 
+    def live_dict(self) -> dict[str, Any]:
+        """The mean's live interval, as the live API gives it beside the randomized questions'."""
+        q = self.question
+        return {
+            "key": q.key,
+            "n": self.n,
+            "range": {"minimum": q.minimum, "maximum": q.maximum},
+            "mean": self.mean,
+            "live_low": self.live_low,
+            "live_high": self.live_high,
+            "tuned_for": self.live_tuned_for,
+            "interval_method": INTERVAL_METHOD,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         q = self.question
         return {
