@@ -139,9 +139,11 @@ def _r_reproduces(client, slug: str, tmp_path: Path) -> None:
             mine["reported_count"],
         )
         columns = ["observed_share", "unbiased", "consistent", "standard_error"]
-        if r["interval_method"] in ("wilson-floor-mapped", "t"):
+        if r["interval_method"] in ("wilson-floor-mapped", "betting"):
             assert mine["interval_method"] == r["interval_method"]
             columns += ["ci_low", "ci_high"]
+        if mine["kind"] == "number" and mine["n"] != "0":  # R redoes a number question's interval too
+            assert r["interval_method"] == mine["interval_method"] == "betting", r["question_key"]
         for column in columns:
             if mine[column] == "":
                 assert r[column] == "NA"
@@ -216,3 +218,49 @@ def test_r_reads_the_spss_file_with_labels_and_yes_is_1(signed_in, answered, tmp
     assert float(mean) == pytest.approx(reported_yes / len(SUBMISSIONS))
     assert set(labels.split()) == set(YES_NO_LABELS)
     assert text.startswith(TEXTS["drugs"])
+
+
+#: Number questions whose answers make the betting interval's ends fall in each of its cases: at the
+#: range's edge (one answer, all at the minimum, all at the maximum), inside it on one side (nineteen
+#: at the minimum and one at the maximum), on both sides, over a range below 0, and no answer at all.
+NUMBERS_SPEC = {
+    "title": "Numbers in R",
+    "slug": "numbers-in-r",
+    "questions": [
+        {"key": "days", "kind": "number", "text": "Days?", "minimum": 0, "maximum": 100},
+        {"key": "once", "kind": "number", "text": "Once?", "minimum": 16, "maximum": 99, "required": False},
+        {"key": "low", "kind": "number", "text": "Low?", "minimum": 3, "maximum": 7},
+        {"key": "top", "kind": "number", "text": "Top?", "minimum": 3, "maximum": 7},
+        {"key": "spread", "kind": "number", "text": "Spread?", "minimum": -50, "maximum": 50},
+        {"key": "never", "kind": "number", "text": "Never?", "minimum": 0, "maximum": 10, "required": False},
+    ],
+}
+
+
+@needs_r
+def test_the_r_script_reproduces_number_intervals_to_1e_6(app, client, signed_in, tmp_path):
+    from survey.domain.surveys.specs import create_survey_from_spec
+
+    with app.app_context():
+        owner = db.session.scalar(select(User).where(User.username == "alice"))
+        create_survey_from_spec(db.session, NUMBERS_SPEC, owner=owner)
+        db.session.commit()
+    rng = np.random.default_rng(21)
+    for i in range(20):
+        answers = {"days": 100 if i == 7 else 0, "low": 3, "top": 7, "spread": int(rng.integers(-50, 51))}
+        if i == 0:
+            answers["once"] = 42
+        response = client.post("/api/surveys/numbers-in-r/responses", json={"answers": answers})
+        assert response.status_code == 201, response.get_json()
+    _r_reproduces(signed_in, "numbers-in-r", tmp_path)
+    rows = {
+        r["question_key"]: r
+        for r in csv.DictReader(io.StringIO(_download(signed_in, "/surveys/numbers-in-r/estimates.csv").decode()))
+    }
+    # the cases named above: the ends at the range's edges where they must be, inside it elsewhere
+    assert (float(rows["once"]["ci_low"]), float(rows["once"]["ci_high"])) == (16.0, 99.0)
+    assert float(rows["low"]["ci_low"]) == 3.0 < float(rows["low"]["ci_high"]) < 7.0
+    assert 3.0 < float(rows["top"]["ci_low"]) < float(rows["top"]["ci_high"]) == 7.0
+    assert float(rows["days"]["ci_low"]) == 0.0 < float(rows["days"]["ci_high"]) < 100.0
+    assert -50.0 < float(rows["spread"]["ci_low"]) < float(rows["spread"]["ci_high"]) < 50.0
+    assert rows["never"]["n"] == "0" and rows["never"]["ci_low"] == ""

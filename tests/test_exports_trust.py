@@ -464,9 +464,19 @@ def test_reserved_words_and_long_keys_round_trip_through_every_export(app, signe
     out = tmp_path / "r-estimates.csv"
     run = _r([str(paths["script"]), str(paths["responses"]), str(out)])
     assert run.returncode == 0, run.stderr.decode("utf-8", "replace")
-    counted = {r["question_key"]: int(r["n"]) for r in csv.DictReader(out.open(encoding="utf-8"))}
+    redone = list(csv.DictReader(out.open(encoding="utf-8")))
+    counted = {r["question_key"]: int(r["n"]) for r in redone}
     assert counted == {key: sum(1 for sent in answers if key in sent) for key in NAMING_KEYS}
     assert counted["in"] == counted["next"] == len(answers)
+    # ... and redoes each number question's mean and betting interval, found under its renamed column
+    numbers = [r for r in estimates if r["kind"] == "number"]
+    assert numbers and all(r["interval_method"] == "betting" for r in numbers)
+    by_key = {r["question_key"]: r for r in redone}
+    for mine in numbers:
+        theirs = by_key[mine["question_key"]]
+        assert theirs["interval_method"] == "betting", mine["question_key"]
+        for column in ("unbiased", "ci_low", "ci_high"):
+            assert float(theirs[column]) == pytest.approx(float(mine[column]), abs=1e-6), (mine["question_key"], column)
 
 
 @needs_r

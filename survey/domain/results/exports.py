@@ -109,6 +109,15 @@ HOW_TO_ESTIMATE = {
         "maximum-likelihood estimate over shares that are at least 0 and sum to 1; it equals π̂ when "
         "no share of π̂ is negative."
     ),
+    "number_questions": (
+        "A number question (asked directly) is summarized by the mean of its non-empty cells. Its interval is "
+        "the betting interval over the question's range [minimum, maximum] (Waudby-Smith & Ramdas 2024), which "
+        "holds for every distribution in the range and every n: scale each answer to z = (x − minimum) / "
+        "(maximum − minimum); for a candidate mean m, the evidence that the mean is above m is the average "
+        "over eight bets λ of ∏ (1 + min(λ, 0.999/m) (z − m)), the bets being λ₁·1.45^j, j = 0..7, with "
+        "λ₁ = √(2 log(2/α) / (n/4)); the lower end is the m where that evidence equals 2/α (α = 1 − level), "
+        "found between 0 and the mean; the upper end the same on 1 − z. The R script computes it."
+    ),
 }
 
 
@@ -177,7 +186,8 @@ def _epsilon_cell(question: dict[str, Any]) -> float | None:
 
 
 def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
-    """A number question's one row: its mean, with the t interval, where an option's estimate goes."""
+    """A number question's one row: its mean, with its betting interval over the question's range, where
+    an option's estimate goes."""
     m = q["summary"]
     ran = m["mean"] is not None
     return [
@@ -199,7 +209,7 @@ def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
         None if m["standard_deviation"] is None else m["standard_deviation"] / math.sqrt(q["n"]),
         m["ci_low"],
         m["ci_high"],
-        "t" if ran and m["ci_low"] is not None else "",
+        m["interval_method"] if ran and m["ci_low"] is not None else "",
         None,
     ]
 

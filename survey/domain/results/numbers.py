@@ -4,6 +4,13 @@ A number question (an age, a count of days) is asked directly, so its answers ar
 themselves and need no debiasing. They are summarized from the running tallies, one count per
 distinct value, so the cost follows the number of distinct answers (at most the question's range),
 never the number of respondents.
+
+The mean's interval is the betting interval over the question's range
+(:func:`survey.privacy.bounded.mean_interval`, docs/statistics.md): it holds for every distribution
+of answers in ``[minimum, maximum]`` and every n from 1, and never leaves the range. The t interval
+it replaces assumed normality and covered as little as 0.59 where most answers sit at one end
+(benchmarks/number_intervals.md). Beside it, the *live* interval: the same bets tuned for
+:data:`LIVE_TUNED_FOR` answers, valid at every look (a confidence sequence).
 """
 
 from __future__ import annotations
@@ -14,9 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from survey.domain.models import Question
+from survey.privacy.bounded import mean_interval
+from survey.privacy.sequences import TARGET_RESPONDENTS
+
+#: The interval of the mean, as the exports name it.
+INTERVAL_METHOD = "betting"
+
+#: The number of answers the live interval's bets are tuned for: fixed in code, as the randomized
+#: questions' live prior is (survey.domain.results.live), because a survey's planned size can be
+#: edited after answers are seen, and bets chosen from the data void the promise of every look.
+LIVE_TUNED_FOR = TARGET_RESPONDENTS
 
 
 @dataclass(frozen=True)
@@ -27,7 +43,7 @@ class NumberSummary:
     n: int
     mean: float | None
     standard_deviation: float | None
-    #: ``mean ± t·sd/√n``, the t interval for the population mean (None below two answers).
+    #: The betting interval for the mean over the question's range (None with no answers).
     ci_low: float | None
     ci_high: float | None
     minimum: int | None
@@ -36,6 +52,29 @@ class NumberSummary:
     upper_quartile: float | None
     maximum: int | None
     level: float
+    #: The live interval: the betting interval tuned for :data:`LIVE_TUNED_FOR` answers, valid however
+    #: often it is looked at (None with no answers).
+    live_low: float | None = None
+    live_high: float | None = None
+
+    @property
+    def live_tuned_for(self) -> int:
+        """The number of answers the live interval's bets are tuned for."""
+        return LIVE_TUNED_FOR
+
+    def live_dict(self) -> dict[str, Any]:
+        """The mean's live interval, as the live API gives it beside the randomized questions'."""
+        q = self.question
+        return {
+            "key": q.key,
+            "n": self.n,
+            "range": {"minimum": q.minimum, "maximum": q.maximum},
+            "mean": self.mean,
+            "live_low": self.live_low,
+            "live_high": self.live_high,
+            "tuned_for": self.live_tuned_for,
+            "interval_method": INTERVAL_METHOD,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         q = self.question
@@ -52,7 +91,7 @@ class NumberSummary:
                 "standard_deviation": self.standard_deviation,
                 "ci_low": self.ci_low,
                 "ci_high": self.ci_high,
-                "interval_method": "t",
+                "interval_method": INTERVAL_METHOD,
                 "minimum": self.minimum,
                 "lower_quartile": self.lower_quartile,
                 "median": self.median,
@@ -84,22 +123,24 @@ def summarize(question: Question, counts: Mapping[int, int], level: float = 0.95
     mean = float(np.dot(values, weights) / n)
     cumulative = np.cumsum(weights)
     quartiles = [_quantile(values, cumulative, n, p) for p in (0.25, 0.5, 0.75)]
-    sd = low = high = None
+    sd = None
     if n >= 2:
         sd = float(math.sqrt(np.dot(weights, (values - mean) ** 2) / (n - 1)))
-        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-        low, high = mean - half, mean + half
+    interval = mean_interval(values, weights, question.minimum, question.maximum, level)
+    live = mean_interval(values, weights, question.minimum, question.maximum, level, tuned_for=LIVE_TUNED_FOR)
     return NumberSummary(
         question,
         n,
         mean,
         sd,
-        low,
-        high,
+        interval.low,
+        interval.high,
         int(values[0]),
         quartiles[0],
         quartiles[1],
         quartiles[2],
         int(values[-1]),
         level,
+        live.low,
+        live.high,
     )

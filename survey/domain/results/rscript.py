@@ -5,7 +5,10 @@ base R only (no package), reads ``<slug>-responses.csv``, carries the survey's f
 (in the microdata's coding: yes = 1, no = 0) and computes, per question and option, exactly what the
 estimates file holds: n, the reported counts, the unbiased estimate ``Q⁻¹ λ̂``, the consistent
 (maximum-likelihood) estimate, its standard error, and the default 95% interval (the floored Wilson
-interval mapped through the design) where the design allows it. It prints a table with the same
+interval mapped through the design) where the design allows it; for a number question, the mean, its
+standard error and the betting interval over the question's range, computed as
+:func:`survey.privacy.bounded.mean_interval` does (the same bets, caps and threshold, each end found by
+``uniroot`` between the range's edge and the mean). It prints a table with the same
 columns as ``<slug>-estimates.csv`` so the two can be compared line by line; tests run it with
 Rscript and hold its output to the app's to 1e-6.
 
@@ -64,7 +67,7 @@ def _r_matrix(rows: list[list[float]]) -> str:
 def _r_question(q: Question, variable: str) -> str:
     names = f"key = {_r_string(q.key)}, variable = {_r_string(variable)}"
     if q.is_number:
-        return f"  list({names}, number = TRUE)"
+        return f"  list({names}, number = TRUE, minimum = {q.minimum}, maximum = {q.maximum})"
     options = researcher_options(q)
     labels = ", ".join(_r_string(o["label"]) for o in options)
     if q.design is not None:
@@ -126,7 +129,50 @@ simplex_mle <- function(Q, lambda, start) {
   p
 }
 
-# a number question (asked directly): its mean, standard error and t interval, as the estimates file
+# The betting interval for the mean of numbers in [low, high] (Waudby-Smith & Ramdas 2024), as
+# survey.privacy.bounded.mean_interval: it holds for every distribution in the range and every n.
+# Answers are scaled to z in [0, 1]; for a candidate mean m, a gambler betting that the mean is above m
+# has wealth prod(1 + lambda * (z - m)), averaged over a fixed grid of bets; the lower end is the m
+# where that evidence falls to 2 / (1 - level), the upper end the same for 1 - z.
+bet_spacing <- 1.45   # successive bets differ by this factor
+bet_span <- 10        # the largest bet over the smallest
+bet_cap <- 0.999      # no bet stakes more than this share of what it could lose
+
+bet_grid <- function(n, level) {
+  first <- sqrt(2 * log(2 / (1 - level)) / (n * 0.25))
+  first * bet_spacing^(0:ceiling(log(bet_span) / log(bet_spacing)))
+}
+
+# log of the average over the bets of prod(1 + lambda * (z - m))^counts, from the tallies
+log_wealth <- function(z, counts, m, bets) {
+  logs <- as.vector(log1p(outer(bets, z - m)) %*% counts)
+  top <- max(logs)
+  top + log(mean(exp(logs - top)))
+}
+
+mean_interval <- function(x, low, high, level) {
+  tally <- table(x)
+  values <- as.numeric(names(tally))
+  counts <- as.numeric(tally)
+  n <- sum(counts)
+  z <- (values - low) / (high - low)
+  mean_z <- sum(z * counts) / n
+  bets <- bet_grid(n, level)
+  threshold <- log(2 / (1 - level))
+  tiny <- 1e-12
+  above <- function(m) log_wealth(z, counts, m, pmin(bets, bet_cap / m)) - threshold
+  below <- function(m) log_wealth(1 - z, counts, 1 - m, pmin(bets, bet_cap / (1 - m))) - threshold
+  # each evidence falls as m moves toward the mean, so each end is the one root between the edge and it
+  lower <- if (mean_z > tiny && above(tiny) > 0) {
+    uniroot(above, c(tiny, mean_z), tol = 1e-13, maxiter = 10000)$root
+  } else 0
+  upper <- if (mean_z < 1 - tiny && below(1 - tiny) > 0) {
+    uniroot(below, c(mean_z, 1 - tiny), tol = 1e-13, maxiter = 10000)$root
+  } else 1
+  c(low + (high - low) * lower, low + (high - low) * upper)
+}
+
+# a number question (asked directly): its mean, standard error and betting interval, as the estimates file
 summarize_number <- function(design, column) {
   x <- column[!is.na(column)]
   n <- length(x)
@@ -136,13 +182,11 @@ summarize_number <- function(design, column) {
                     interval_method = "", stringsAsFactors = FALSE)
   if (n == 0) return(row)
   row$unbiased <- row$consistent <- mean(x)
-  if (n >= 2) {
-    row$standard_error <- sd(x) / sqrt(n)
-    half <- qt(1 - (1 - level) / 2, n - 1) * row$standard_error
-    row$ci_low <- mean(x) - half
-    row$ci_high <- mean(x) + half
-    row$interval_method <- "t"
-  }
+  if (n >= 2) row$standard_error <- sd(x) / sqrt(n)
+  ends <- mean_interval(x, design$minimum, design$maximum, level)
+  row$ci_low <- ends[1]
+  row$ci_high <- ends[2]
+  row$interval_method <- "betting"
   row
 }
 
@@ -235,9 +279,10 @@ def r_script(survey: Survey) -> str:
         f"# Usage: Rscript {slug}-estimates.R [{slug}-responses.csv [output.csv]]\n"
         "# The design matrices below are the survey's frozen designs, in the microdata's coding\n"
         "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix, and a\n"
-        "# number question is summarized by its mean. Each question is found in the microdata by its\n"
-        '# variable name (docs/exports.md, "Variable names"). Every text is written with \\u escapes, so\n'
-        "# that the script means the same in every locale R may run in.\n"
+        "# number question is summarized by its mean, with the betting interval over its range. Each\n"
+        '# question is found in the microdata by its variable name (docs/exports.md, "Variable names").\n'
+        "# Every text is written with \\u escapes, so that the script means the same in every locale R may\n"
+        "# run in.\n"
     )
     starts = ", ".join(_r_string(start) for start in FORMULA_STARTS)
     return (

@@ -353,12 +353,15 @@ def r_script_file(slug: str):
 
 @bp.get("/api/surveys/<slug>/live")
 def live_api(slug: str):
-    """Every randomized question's live intervals, its timeline, and the stopping rule's state."""
+    """Every randomized question's live intervals, its timeline, and the stopping rule's state; every
+    number question's live interval for its mean (not part of the stopping rule)."""
     if not current_user.is_authenticated:
         return json_error(DomainError("auth.results_sign_in"))
     survey = _survey_or_404(slug)
-    status = live_status(db.session, survey)
+    counts = survey_counts(db.session, survey)
+    status = live_status(db.session, survey, counts)
     document = status.to_dict()
+    document["numbers"] = [m.live_dict() for m in number_results(db.session, survey, counts)]
     days = timelines(db.session, [q.question for q in status.questions])
     for item, q in zip(document["questions"], status.questions, strict=True):
         item["intervals"] = _researcher_live(q)
