@@ -102,3 +102,20 @@ def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
         bet_grid(0)
     assert math.isclose(bet_grid(100)[1] / bet_grid(100)[0], 1.45)
+
+
+def test_many_distinct_values_are_bounded_on_cells_and_the_interval_only_widens(monkeypatch) -> None:
+    """Above CELLS distinct values the log-wealth is bounded from below by chords on cells (cost
+    independent of the number of distinct values): the interval contains the exact one and differs
+    from it by less than a millionth of the range."""
+    import survey.privacy.bounded as bounded
+
+    rng = np.random.default_rng(8)
+    values, counts = np.unique(np.round(rng.lognormal(8, 1.5, 100_000)).clip(0, 10**6), return_counts=True)
+    assert values.size > bounded.CELLS
+    celled = mean_interval(values, counts, 0, 10**6)
+    monkeypatch.setattr(bounded, "CELLS", values.size)
+    exact = mean_interval(values, counts, 0, 10**6)
+    assert celled.low <= exact.low and exact.high <= celled.high
+    assert exact.low - celled.low < 1e-6 * 10**6 and celled.high - exact.high < 1e-6 * 10**6
+    assert celled.estimate == pytest.approx(exact.estimate, rel=1e-12)

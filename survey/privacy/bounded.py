@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = ["CAP", "SPACING", "SPAN", "MeanInterval", "bet_grid", "mean_interval"]
+__all__ = ["CAP", "CELLS", "SPACING", "SPAN", "MeanInterval", "bet_grid", "mean_interval"]
 
 #: Successive bets differ by this factor: the log-wealth of a bet falls off slowly around the best
 #: one (its width in ``log λ`` is about ``1/√(2 log(2/α))`` ≈ 0.37 at 95%), so a factor of e^0.37
@@ -97,11 +97,56 @@ def bet_grid(n: int, level: float = 0.95) -> np.ndarray:
     return first * SPACING ** np.arange(count)
 
 
-def _log_wealth(z: np.ndarray, counts: np.ndarray, m: float, bets: np.ndarray) -> float:
-    """log of the average over the bets of ``∏ (1 + λ (z_i − m))``, from the tallies."""
-    logs = np.log1p(np.outer(bets, z - m)) @ counts
-    top = float(logs.max())
-    return top + math.log(float(np.mean(np.exp(logs - top))))
+#: Above this many distinct values the wealth is bounded from below on this many equal cells of the
+#: range instead of summed value by value (:class:`_Cells`): the cost of an interval stops growing with
+#: the number of distinct answers, and the interval can only widen, by a negligible amount.
+CELLS = 4096
+
+
+class _Cells:
+    """The answers as cells: each cell's smallest and largest value, count and sum.
+
+    ``log(1 + λ(z − m))`` is concave in ``z``, so on a cell it lies above its chord between the cell's
+    smallest and largest value; summed over the cell's answers, the chord gives
+    ``C·f(a) + (f(b) − f(a))·(S − C·a)/(b − a)``, which needs only the cell's count ``C`` and sum
+    ``S``. That is a lower bound of the log-wealth, so the set where no gambler got rich can only
+    grow: the interval stays valid. A cell holding one distinct value is exact (``a = b``), so with
+    at most :data:`CELLS` distinct values nothing is bounded at all.
+    """
+
+    def __init__(self, z: np.ndarray, counts: np.ndarray) -> None:
+        if z.size <= CELLS:
+            self.low = self.high = z
+            self.count, self.total = counts, counts * z
+            return
+        cell = np.minimum((z * CELLS).astype(np.int64), CELLS - 1)
+        order = np.argsort(cell, kind="stable")
+        cell, zs, cs = cell[order], z[order], counts[order]
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        self.low = np.minimum.reduceat(zs, starts)
+        self.high = np.maximum.reduceat(zs, starts)
+        self.count = np.add.reduceat(cs, starts)
+        self.total = np.add.reduceat(cs * zs, starts)
+
+    def mirrored(self) -> _Cells:
+        """The same cells for ``1 − z`` (the other gambler's answers)."""
+        other = object.__new__(_Cells)
+        other.low, other.high = 1 - self.high, 1 - self.low
+        other.count, other.total = self.count, self.count - self.total
+        return other
+
+    def log_wealth(self, m: float, bets: np.ndarray) -> float:
+        """log of the average over the bets of ``∏ (1 + λ (z_i − m))`` (or the chords' lower bound)."""
+        at_low = np.log1p(np.outer(bets, self.low - m))
+        spread = self.high - self.low
+        logs = at_low @ self.count
+        wide = spread > 0
+        if wide.any():
+            at_high = np.log1p(np.outer(bets, self.high[wide] - m))
+            slope = (at_high - at_low[:, wide]) / spread[wide]
+            logs = logs + slope @ (self.total[wide] - self.count[wide] * self.low[wide])
+        top = float(logs.max())
+        return top + math.log(float(np.mean(np.exp(logs - top))))
 
 
 def mean_interval(
@@ -142,11 +187,14 @@ def mean_interval(
     threshold = math.log(2 / (1 - level))
     tiny = 1e-12
 
+    cells = _Cells(z, c)
+    mirrored = cells.mirrored()
+
     def above(m: float) -> float:  # evidence that the mean is above m
-        return _log_wealth(z, c, m, np.minimum(bets, CAP / m)) - threshold
+        return cells.log_wealth(m, np.minimum(bets, CAP / m)) - threshold
 
     def below(m: float) -> float:  # evidence that the mean is below m
-        return _log_wealth(1 - z, c, 1 - m, np.minimum(bets, CAP / (1 - m))) - threshold
+        return mirrored.log_wealth(1 - m, np.minimum(bets, CAP / (1 - m))) - threshold
 
     # Each wealth falls as m moves toward the answers' mean (where, by Jensen, it is at most 1), so
     # each end is the one root between the range's edge and the mean.
