@@ -23,6 +23,9 @@ from collections import defaultdict
 THRESHOLD = 0.3
 
 SLOW = {
+    "test_noncompliance.py::test_the_profile_interval_covers_at_the_level_over_simulated_surveys",
+    "test_noncompliance.py::test_profile_intervals_end_where_the_likelihood_ratio_reaches_chi_square",
+    "test_bounded_mean.py::test_every_look_is_covered_exactly_with_probability_at_least_the_level",
     "test_access_control.py::test_a_researcher_sees_results_and_nothing_to_manage",
     "test_access_control.py::test_anonymous_users_are_sent_to_sign_in_everywhere_else",
     "test_access_control.py::test_no_route_changes_a_frozen_design",
