@@ -23,6 +23,7 @@ from collections import defaultdict
 THRESHOLD = 0.3
 
 SLOW = {
+    "test_arms.py::test_the_interval_covers_and_the_test_keeps_its_level",
     "test_noncompliance.py::test_the_profile_interval_covers_at_the_level_over_simulated_surveys",
     "test_noncompliance.py::test_profile_intervals_end_where_the_likelihood_ratio_reaches_chi_square",
     "test_bounded_mean.py::test_every_look_is_covered_exactly_with_probability_at_least_the_level",
