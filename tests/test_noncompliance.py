@@ -126,3 +126,29 @@ def test_bad_input_is_refused() -> None:
         stochastic_lie_detector([120, 20], [100, 100], [0.2, 0.7])
     fit = cheating_detection([300, 560], [1000, 1000], [0.2, 0.6])
     assert fit.to_dict()["parameters"]["pi"]["ci_low"] == fit.intervals["pi"][0]
+
+
+@pytest.mark.parametrize(
+    "model, p, truth, parameter",
+    [
+        ("CDM", [0.2, 0.7], {"pi": 0.2, "beta": 0.6}, "pi"),
+        ("CDM", [0.2, 0.7], {"pi": 0.2, "beta": 0.6}, "gamma"),
+        ("SLD", [0.8, 0.3], {"pi": 0.3, "t": 0.8}, "pi"),
+        ("SLD", [0.8, 0.3], {"pi": 0.3, "t": 0.8}, "t"),
+    ],
+)
+def test_the_planned_size_gives_the_margin(model, p, truth, parameter) -> None:
+    """At the planned size and exactly the expected counts, the fitted interval's half-width is the
+    margin within 10% (the delta method against the profile likelihood)."""
+    from survey.privacy.noncompliance import noncompliance_sample_size
+
+    n = noncompliance_sample_size(model, p, truth, 0.05, parameter)
+    arms = np.array([n // 2, n // 2])
+    if model == "CDM":
+        rates = truth["pi"] + truth["beta"] * np.array(p)
+    else:
+        rates = truth["pi"] * truth["t"] + (1 - truth["pi"]) * (1 - np.array(p))
+    fit = FITS[model](np.round(rates * arms).astype(int), arms, p)
+    low, high = fit.intervals[parameter]
+    assert (high - low) / 2 == pytest.approx(0.05, rel=0.1), (n, low, high)
+    assert noncompliance_sample_size(model, p, truth, 0.025, parameter) == pytest.approx(4 * n, rel=0.01)

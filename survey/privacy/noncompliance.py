@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-__all__ = ["NonComplianceFit", "cheating_detection", "stochastic_lie_detector"]
+__all__ = ["NonComplianceFit", "cheating_detection", "noncompliance_sample_size", "stochastic_lie_detector"]
 
 _EDGE = 1e-12
 
@@ -220,3 +220,31 @@ def stochastic_lie_detector(
     return NonComplianceFit(
         "SLD", estimates, errors, intervals, loglik, tuple(int(x) for x in m), level, boundary, u, v
     )
+
+
+def noncompliance_sample_size(
+    model: str, p: Sequence[float], truth: dict[str, float], margin: float, parameter: str = "pi", level: float = 0.95
+) -> int:
+    """Respondents (split evenly between the two arms) for ``parameter``'s interval to have half-width
+    ``margin`` at the organizer's guess ``truth`` (CDM: ``pi``, ``beta``; SLD: ``pi``, ``t``), from the
+    delta-method standard error (the profile interval's half-width at these sizes: within 10% in
+    tests/test_noncompliance.py)."""
+    if model not in ("CDM", "SLD"):
+        raise ValueError(f"model must be CDM or SLD, got {model!r}")
+    if not 0 < margin < 1:
+        raise ValueError(f"the margin must be between 0 and 1, got {margin!r}")
+    q = np.asarray(p, dtype=float)
+    if model == "CDM":
+        u, v, c = truth["pi"], truth["beta"], q
+        gradients = {"pi": (1.0, 0.0), "beta": (0.0, 1.0), "gamma": (-1.0, -1.0)}
+    else:
+        prevalence, honest = truth["pi"], truth["t"]
+        u, v, c = prevalence * honest, 1.0 - prevalence, 1.0 - q
+        gradients = {"pi": (0.0, -1.0), "t": (1.0 / prevalence, u / prevalence**2)}
+    if parameter not in gradients:
+        raise ValueError(f"{model} has no parameter {parameter!r}; it has {', '.join(gradients)}")
+    rates = np.clip(u + v * c, 1e-12, 1 - 1e-12)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    # the standard error with n respondents in each arm is se_1/√n; the margin needs z·se_1/√n ≤ margin
+    per_arm = _delta_se(*gradients[parameter], rates, np.ones(2), c)
+    return 2 * math.ceil((z * per_arm / margin) ** 2)
