@@ -119,3 +119,25 @@ def test_many_distinct_values_are_bounded_on_cells_and_the_interval_only_widens(
     assert celled.low <= exact.low and exact.high <= celled.high
     assert exact.low - celled.low < 1e-6 * 10**6 and celled.high - exact.high < 1e-6 * 10**6
     assert celled.estimate == pytest.approx(exact.estimate, rel=1e-12)
+
+
+def test_a_breakdown_covers_every_group_at_once() -> None:
+    """Three groups of two-value answers: the chance that some group's interval misses, summed
+    exactly over each group's binomial (independent groups), is at most 1 − level."""
+    from survey.privacy.bounded import mean_breakdown
+
+    sizes, shares = (12, 20, 7), (0.1, 0.5, 0.85)
+    covered_all = 1.0
+    for n, p in zip(sizes, shares, strict=True):
+        ends = [
+            mean_breakdown({"g": ([0.0, 1.0], [n - k, k]), "other": ([0.0], [1]), "third": ([1.0], [1])}, 0, 1).groups[
+                "g"
+            ]
+            for k in range(n + 1)
+        ]
+        mass = stats.binom.pmf(np.arange(n + 1), n, p)
+        covered_all *= float(sum(m for m, e in zip(mass, ends, strict=True) if e.low <= p <= e.high))
+    assert covered_all >= LEVEL - 1e-12
+    breakdown = mean_breakdown({"a": ([1, 2], [3, 4]), "none": ([1], [0])}, 0, 10)
+    assert list(breakdown.groups) == ["a"] and breakdown.to_dict()["groups"][0]["group"] == "a"
+    assert breakdown.groups["a"].level == LEVEL  # one group answered: no Bonferroni split

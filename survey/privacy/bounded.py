@@ -44,7 +44,17 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = ["CAP", "CELLS", "SPACING", "SPAN", "MeanInterval", "bet_grid", "mean_interval"]
+__all__ = [
+    "CAP",
+    "CELLS",
+    "SPACING",
+    "SPAN",
+    "MeanBreakdown",
+    "MeanInterval",
+    "bet_grid",
+    "mean_breakdown",
+    "mean_interval",
+]
 
 #: Successive bets differ by this factor: the log-wealth of a bet falls off slowly around the best
 #: one (its width in ``log λ`` is about ``1/√(2 log(2/α))`` ≈ 0.37 at 95%), so a factor of e^0.37
@@ -208,4 +218,39 @@ def mean_interval(
         high=low + width * upper,
         level=level,
         tuned_for=tuned,
+    )
+
+
+@dataclass(frozen=True)
+class MeanBreakdown:
+    """The mean of a bounded number in each group of a direct question, with intervals that hold for
+    every group at once (Bonferroni: each at ``1 − (1 − level)/groups``)."""
+
+    groups: dict[str, MeanInterval]
+    level: float
+    simultaneous: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "simultaneous": self.simultaneous,
+            "groups": [{"group": name, **interval.to_dict()} for name, interval in self.groups.items()],
+        }
+
+
+def mean_breakdown(
+    groups: dict[str, tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    low: float,
+    high: float,
+    level: float = 0.95,
+    *,
+    simultaneous: bool = True,
+) -> MeanBreakdown:
+    """Each group's mean from its ``(values, counts)``; groups without answers are left out. With
+    ``simultaneous`` (the default) the intervals cover every group's mean at once with probability
+    at least ``level``; each interval is still valid for any distribution in the range."""
+    answered = {name: (v, c) for name, (v, c) in groups.items() if float(np.sum(c)) > 0}
+    each = 1 - (1 - level) / max(len(answered), 1) if simultaneous else level
+    return MeanBreakdown(
+        {name: mean_interval(v, c, low, high, each) for name, (v, c) in answered.items()}, level, simultaneous
     )
