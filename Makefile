@@ -121,6 +121,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/live.py --markdown benchmarks/live.md
 	$(BIN)/python benchmarks/number_intervals.py --markdown benchmarks/number_intervals.md
 	$(BIN)/python benchmarks/number_variance.py --markdown benchmarks/number_variance.md
+	$(BIN)/python benchmarks/validation.py --markdown benchmarks/validation.md
 	$(BIN)/python benchmarks/worst_case.py --markdown benchmarks/worst_case.md
 	@$(MAKE) --no-print-directory chromium
 	$(BIN)/python benchmarks/epsilon_audit.py --markdown benchmarks/epsilon_audit.md
