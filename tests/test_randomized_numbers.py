@@ -8,6 +8,10 @@ question's units).
 
 from __future__ import annotations
 
+import html
+import json
+import re
+
 import pytest
 from sqlalchemy import func, select
 
@@ -180,3 +184,29 @@ def test_recount_checks_and_rebuilds_report_tallies(app, client, drinks):
 def test_the_mechanism_rebuilt_from_the_row_is_the_one_the_spec_made(app, drinks):
     with app.app_context():
         assert _question().mechanism() == HybridNumber(1.0, 0, 30)
+
+
+# -- the respondent's page -------------------------------------------------------------------------
+
+
+def test_the_page_carries_the_sampler_and_a_number_input_that_is_never_sent(app, client, drinks):
+    page = client.get("/s/drinks").get_data(as_text=True)
+    fieldset = re.search(r'<fieldset class="question" id="question-drinks"[^>]*>', page).group(0)
+    with app.app_context():
+        sampler = _question().mechanism().sampler()
+    assert 'data-sampler="hybrid"' in fieldset and "data-randomized" in fieldset and "data-number" in fieldset
+    carried = {name: html.unescape(value) for name, value in re.findall(r'data-([a-z_]+)="([^"]*)"', fieldset)}
+    assert {name: json.loads(carried[name]) for name in sampler if name != "sampler"} == {
+        name: value for name, value in sampler.items() if name != "sampler"
+    }
+    number_input = re.search(r'<input type="number" id="drinks-number"[^>]*>', page).group(0)
+    # the typed number has no name and belongs to the form that is never sent; only the code is posted
+    assert "name=" not in number_input and 'form="true-answers"' in number_input
+    assert 'min="0"' in number_input and 'max="30"' in number_input and 'step="any"' in number_input
+    assert 'name="q_drinks"' in page and 'data-reported-for="drinks"' in page
+    assert "/static/js/respond/numbers.js" in page
+
+
+def test_a_survey_without_randomized_numbers_does_not_load_their_sampler(app, client, user):
+    add_survey(app, {**SPEC, "slug": "plain", "questions": [SPEC["questions"][0]]})
+    assert "/static/js/respond/numbers.js" not in client.get("/s/plain").get_data(as_text=True)
