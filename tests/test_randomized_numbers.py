@@ -8,10 +8,17 @@ question's units).
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
+import shutil
+import subprocess
+from collections import Counter
 
+import numpy as np
+import pyreadstat
 import pytest
 from sqlalchemy import func, select
 
@@ -210,3 +217,130 @@ def test_the_page_carries_the_sampler_and_a_number_input_that_is_never_sent(app,
 def test_a_survey_without_randomized_numbers_does_not_load_their_sampler(app, client, user):
     add_survey(app, {**SPEC, "slug": "plain", "questions": [SPEC["questions"][0]]})
     assert "/static/js/respond/numbers.js" not in client.get("/s/plain").get_data(as_text=True)
+
+
+# -- results and exports ---------------------------------------------------------------------------
+
+
+def _simulated_codes(mechanism, truths, seed=7):
+    return [int(c) for c in mechanism.randomize(np.asarray(truths, dtype=float), np.random.default_rng(seed))]
+
+
+def test_results_estimate_the_mean_from_the_tallies_with_the_mechanisms_interval(signed_in, drinks):
+    truths = [0] * 30 + [2] * 40 + [10] * 20 + [30] * 10  # mean 4.8
+    codes = _simulated_codes(HybridNumber(1.0, 0, 30), truths)
+    for code in codes:
+        assert _post(signed_in, {"smoked": 0, "drinks": code}).status_code == 201
+    expected = HybridNumber(1.0, 0, 30).estimate(Counter(codes))
+    assert expected.method == "betting" and expected.low < 4.8 < expected.high  # (seeded: it does cover)
+    document = signed_in.get("/api/surveys/drinks/estimates").get_json()
+    item = next(q for q in document["questions"] if q["key"] == "drinks")
+    assert (item["randomized"], item["n"], item["epsilon"], item["design"]["design"]) == (True, 100, 1.0, "hybrid")
+    assert item["summary"]["mean"] == pytest.approx(expected.estimate, abs=1e-12)
+    assert (item["summary"]["ci_low"], item["summary"]["ci_high"]) == (
+        pytest.approx(expected.low, abs=1e-12),
+        pytest.approx(expected.high, abs=1e-12),
+    )
+    assert item["summary"]["interval_method"] == "betting"
+    # the survey's total ε counts it (basic composition): the coin flip's and this question's 1
+    with signed_in.application.app_context():
+        coin = _question("smoked").mechanism().epsilon
+    assert document["total_epsilon"] == pytest.approx(coin + 1.0)
+    page = signed_in.get("/surveys/drinks/results").get_data(as_text=True)
+    assert f"<td>{expected.estimate:.2f}</td>" in page and f"{expected.low:.2f} to {expected.high:.2f}" in page
+    assert "randomized answers" in page and "ε = 1" in page
+    rows = list(csv.DictReader(io.StringIO(signed_in.get("/surveys/drinks/estimates.csv").get_data(as_text=True))))
+    row = next(r for r in rows if r["question_key"] == "drinks")
+    assert (row["option_label"], row["randomized"], row["interval_method"]) == ("mean", "1", "betting")
+    assert float(row["unbiased"]) == pytest.approx(expected.estimate, abs=1e-9)
+
+
+def test_laplace_gives_the_normal_interval(signed_in, user):
+    question = {**DRINKS, "privacy": {"design": "laplace", "epsilon": 2}}
+    add_survey(signed_in.application, {**SPEC, "questions": [question]})
+    mechanism = LaplaceNumber(2.0, 0, 30)
+    codes = _simulated_codes(mechanism, [5] * 50)
+    for code in codes:
+        assert _post(signed_in, {"drinks": code}).status_code == 201
+    item = next(
+        q for q in signed_in.get("/api/surveys/drinks/estimates").get_json()["questions"] if q["key"] == "drinks"
+    )
+    expected = mechanism.estimate(Counter(codes))
+    assert item["summary"]["interval_method"] == "normal" and item["summary"]["mean"] == pytest.approx(
+        expected.estimate
+    )
+
+
+def test_every_page_and_download_of_a_survey_with_a_randomized_number_works(signed_in, drinks):
+    codes = _simulated_codes(HybridNumber(1.0, 0, 30), [3, 5, 8, 0, 12] * 4)
+    for i, code in enumerate(codes):
+        assert _post(signed_in, {"smoked": i % 2, "drinks": code, "age": 20 + i}).status_code == 201
+    for url in (
+        "/surveys/drinks/results",
+        "/surveys/drinks/estimates.csv",
+        "/surveys/drinks/responses.csv",
+        "/surveys/drinks/codebook.json",
+        "/surveys/drinks/responses.sav",
+        "/surveys/drinks/responses.dta",
+        "/surveys/drinks/estimates.R",
+        "/api/surveys/drinks/live",
+        "/surveys/drinks/compare",
+        "/surveys/drinks/regression",
+        "/surveys/drinks/build",
+        "/surveys/drinks/spec.json",
+        "/surveys/drinks/share",
+        "/s/drinks/privacy",
+        "/s/drinks/preview",
+        "/",
+    ):
+        response = signed_in.get(url)
+        assert response.status_code == 200, (url, response.status_code, response.get_data(as_text=True)[:2000])
+
+
+def test_the_microdata_give_the_report_in_the_questions_units(signed_in, drinks, tmp_path):
+    mechanism = HybridNumber(1.0, 0, 30)
+    codes = [0, 1000, GRID_STEPS, 1234]
+    for code in codes:
+        assert _post(signed_in, {"smoked": 1, "drinks": code}).status_code == 201
+    micro = list(csv.DictReader(io.StringIO(signed_in.get("/surveys/drinks/responses.csv").get_data(as_text=True))))
+    values = [r["drinks"] for r in micro]
+    assert [float(v) for v in values] == pytest.approx([float(mechanism.value_of(c)) for c in codes], abs=1e-9)
+    assert float(values[1]) == pytest.approx(15.0)  # the grid's middle is the range's middle
+    book = signed_in.get("/surveys/drinks/codebook.json").get_json()
+    entry = next(q for q in book["questions"] if q["key"] == "drinks")
+    assert entry["randomized"] and entry["range"] == {"minimum": 0, "maximum": 30}
+    assert entry["design"]["name"] == "hybrid" and entry["design"]["epsilon"] == 1.0
+    assert entry["design"]["grid"]["codes"] == [0, GRID_STEPS] and "report" in entry["design"]["values_note"]
+    column = next(c for c in book["columns"] if c.get("question") == "drinks")
+    assert column["type"] == "number or empty" and "randomized report" in column["description"]
+    assert book["total_epsilon"] == pytest.approx(
+        signed_in.get("/api/surveys/drinks/estimates").get_json()["total_epsilon"]
+    )
+    # the labelled files: a numeric column with decimals and no value labels
+    for extension in ("sav", "dta"):
+        response = signed_in.get(f"/surveys/drinks/responses.{extension}")
+        path = str(tmp_path / f"read.{extension}")
+        with open(path, "wb") as handle:
+            handle.write(response.get_data())
+        read = pyreadstat.read_sav if extension == "sav" else pyreadstat.read_dta
+        frame, meta = read(path)
+        assert list(frame["drinks"][:4]) == pytest.approx([float(mechanism.value_of(c)) for c in codes], abs=1e-6)
+        assert "drinks" not in meta.variable_value_labels
+    script = signed_in.get("/surveys/drinks/estimates.R").get_data(as_text=True)
+    assert "SKIPPED: the randomized number question(s) drinks" in script and "skipped = TRUE" in script
+
+
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed (make test installs it)")
+def test_the_r_script_says_it_skips_a_randomized_number_and_redoes_the_rest(signed_in, drinks, tmp_path):
+    for i, code in enumerate([10, 500, 1500, 2000, 999, 3]):
+        assert _post(signed_in, {"smoked": i % 2, "drinks": code, "age": 30 + i}).status_code == 201
+    script, data, out = tmp_path / "e.R", tmp_path / "r.csv", tmp_path / "out.csv"
+    script.write_bytes(signed_in.get("/surveys/drinks/estimates.R").get_data())
+    data.write_bytes(signed_in.get("/surveys/drinks/responses.csv").get_data())
+    run = subprocess.run(
+        [shutil.which("Rscript"), str(script), str(data), str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert "skipped: question drinks is a randomized number" in run.stderr
+    keys = {row["question_key"] for row in csv.DictReader(out.open())}
+    assert keys == {"smoked", "age"}

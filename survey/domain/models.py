@@ -209,6 +209,13 @@ class Survey(Base):
         return [q for q in self.questions if q.is_randomized]
 
     @property
+    def randomized_option_questions(self) -> list[Question]:
+        """The randomized questions answered by an option (a design's matrix): what live intervals,
+        anytime tests, comparisons and the logistic regression read (a randomized number's mean is
+        on the results page and in the exports)."""
+        return [q for q in self.questions if q.is_randomized_option]
+
+    @property
     def direct_questions(self) -> list[Question]:
         return [q for q in self.questions if not q.is_randomized]
 
@@ -391,6 +398,12 @@ class Question(Base):
     @property
     def is_randomized(self) -> bool:
         return self.kind_entry.randomized
+
+    @property
+    def is_randomized_option(self) -> bool:
+        """Randomized, and answered by an option: its mechanism is a matrix over its options (not a
+        randomized number, whose mechanism reports codes on a grid)."""
+        return self.kind_entry.randomized and self.kind_entry.has_options
 
     @property
     def is_number(self) -> bool:

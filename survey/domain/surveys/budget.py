@@ -190,6 +190,10 @@ def survey_budget(
     for question in questions:
         if not question.is_randomized:
             continue
+        if not question.is_randomized_option:  # a randomized number: its ε (its planned margin is to come)
+            epsilon = question.design.epsilon if question.design is not None else None
+            costs.append(QuestionCost(question, math.inf if epsilon is None else epsilon, None, None, None))
+            continue
         k = counts.get(question.id, 2)
         key = (*_design_key(question, k), n, margin)
         with _lock:
@@ -255,7 +259,7 @@ def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
     """One randomized question's planning figures at the survey's planning figures (what the build
     page fills a pending row with): bounded by one design's cost."""
-    if question.design is None:
+    if question.design is None or not question.is_randomized_option:  # (a randomized number's: to come)
         raise DomainError("planning.not_randomized", key=question.key)
     k = len(question.options)
     n, margin = survey.expected_respondents, survey.target_margin
