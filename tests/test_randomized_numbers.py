@@ -27,9 +27,11 @@ from survey.domain.models import Answer, AnswerTally, Submission, Survey
 from survey.domain.responses.tallies import rebuild_tallies, tally_mismatches
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
+from survey.privacy.number_planning import number_margin
 from survey.privacy.numeric import GRID_STEPS, HybridNumber, LaplaceNumber
 
 from .surveys import add_survey
+from .test_builder import FormValues
 
 DRINKS = {
     "key": "drinks",
@@ -344,3 +346,40 @@ def test_the_r_script_says_it_skips_a_randomized_number_and_redoes_the_rest(sign
     assert "skipped: question drinks is a randomized number" in run.stderr
     keys = {row["question_key"] for row in csv.DictReader(out.open())}
     assert keys == {"smoked", "age"}
+
+
+def test_the_demo_estimates_the_mean_of_its_randomized_number(app):
+    """The demo's randomized number (hybrid at ε = 1 on 0 to 30), drawn by the mechanism's own
+    randomize as the browser draws: the estimate and its interval beside the true mean of the
+    simulated respondents (the demo's seed: the same every run)."""
+    from survey.domain.responses.tallies import number_results
+    from survey.domain.surveys.demo import create_demo
+
+    with app.app_context():
+        survey = create_demo(db.session)
+        summary = next(m for m in number_results(db.session, survey) if m.question.key == "drinks_last_week")
+        assert summary.n == 3000 and summary.interval_method == "betting" and summary.epsilon == 1.0
+        assert summary.ci_low < summary.simulated_mean < summary.ci_high
+        assert 3.5 < summary.simulated_mean < 5.5
+        # no wider than planned for the widest spread (survey.privacy.number_planning)
+        planned = number_margin(3000, 0, 30, mechanism=HybridNumber(1.0, 0, 30))
+        assert (summary.ci_high - summary.ci_low) / 2 <= planned
+
+
+def test_a_draft_with_a_randomized_number_is_built_and_its_question_shown(signed_in, user):
+    """The builder does not make this kind yet (Kind.in_builder), but a draft imported with one shows
+    it, with its range, and saving its edit page unchanged keeps it."""
+    add_survey(signed_in.application, {**SPEC, "status": "draft", "questions": [DRINKS]})
+    build = signed_in.get("/surveys/drinks/build")
+    assert build.status_code == 200
+    page = build.get_data(as_text=True)
+    assert "Number, randomized" in page and "0 to 30" in page
+    edit = signed_in.get("/surveys/drinks/questions/drinks/edit")
+    assert edit.status_code == 200, edit.get_data(as_text=True)[:2000]
+    with signed_in.application.app_context():
+        before = survey_to_spec(_survey())
+    shown = FormValues.of(signed_in, "/surveys/drinks/questions/drinks/edit")
+    saved = signed_in.post("/surveys/drinks/questions/drinks/edit", data=shown)
+    with signed_in.application.app_context():
+        after = survey_to_spec(_survey())
+    assert after == before, saved.get_data(as_text=True)[:3000]

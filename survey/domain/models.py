@@ -376,7 +376,8 @@ class Question(Base):
     minimum: Mapped[int | None] = mapped_column(Integer, nullable=True)
     maximum: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: For a simulated survey (the demo) only: the true shares among its simulated respondents (a spec
-    #: gives the rates to draw them from; the simulation replaces them by the shares it drew).
+    #: gives the rates to draw them from; the simulation replaces them by the shares it drew); for a
+    #: randomized number, ``[the true mean among them]`` (set by the simulation only).
     simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
 
     survey: Mapped[Survey] = relationship(back_populates="questions")

@@ -229,7 +229,7 @@ def _randomized_number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
         m["ci_low"],
         m["ci_high"],
         m["interval_method"],
-        None,
+        m.get("simulated_mean"),
     ]
 
 

@@ -54,6 +54,12 @@ class RandomizedNumberSummary:
         return "" if self.interval is None else self.interval.method
 
     @property
+    def simulated_mean(self) -> float | None:
+        """The true mean among a simulated survey's respondents (the demo), to read the estimate against."""
+        truth = self.question.simulated_truth
+        return float(truth[0]) if truth else None
+
+    @property
     def epsilon(self) -> float:
         return float(self.mechanism.epsilon)
 
@@ -83,6 +89,7 @@ class RandomizedNumberSummary:
                 "ci_low": self.ci_low,
                 "ci_high": self.ci_high,
                 "interval_method": self.interval_method,
+                "simulated_mean": self.simulated_mean,
             },
         }
 
