@@ -13,7 +13,6 @@ import json
 import math
 import re
 from html import unescape
-from html.parser import HTMLParser
 
 import pytest
 from sqlalchemy import select
@@ -35,7 +34,7 @@ from survey.privacy import (
 from survey.privacy.designs import DESIGNS, Design, Parameter
 
 from .accounts import make_user, sign_in
-from .builder import CHOICE, add, control, field_error, new_draft, snapshot
+from .builder import CHOICE, FormValues, add, control, field_error, new_draft, snapshot
 
 YES_NO = {
     "kind": "yes_no",
@@ -69,59 +68,6 @@ ONE_SIDED = {
 
 def invalid_fields(html: str) -> set[str]:
     return set(re.findall(r'<p class="field-error" id="([a-z_]+)-error">', html))
-
-
-class FormValues(HTMLParser):
-    """What a browser shows in the form with id ``question-form``: name → value (disabled inputs too)."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__()
-        self.values: dict[str, str] = {}
-        self._inside = False
-        self._textarea: str | None = None
-        self._select: str | None = None
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "form":
-            self._inside = a.get("id") == "question-form"
-        if not self._inside:
-            return
-        name = a.get("name")
-        if tag == "input" and name:
-            if a.get("type") in ("radio", "checkbox"):
-                if "checked" in a:
-                    self.values[name] = a.get("value") or "on"
-            else:
-                self.values[name] = a.get("value") or ""
-        elif tag == "textarea":
-            self._textarea = name
-            self.values[name] = ""
-        elif tag == "select":
-            self._select = name
-        elif tag == "option" and self._select and "selected" in a:
-            self.values[self._select] = a.get("value") or ""
-
-    def handle_endtag(self, tag):
-        if tag == "form":
-            self._inside = False
-        elif tag == "textarea":
-            self._textarea = None
-        elif tag == "select":
-            self._select = None
-
-    def handle_data(self, data):
-        if self._textarea:
-            self.values[self._textarea] += data
-
-    @classmethod
-    def of(cls, client, url: str) -> dict[str, str]:
-        response = client.get(url)
-        assert response.status_code == 200
-        values = cls(response.text).values
-        # a browser drops the one newline that follows <textarea>
-        return {k: v[2:] if v.startswith("\r\n") else v.removeprefix("\n") for k, v in values.items()}
 
 
 @pytest.fixture

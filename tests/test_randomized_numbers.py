@@ -30,8 +30,8 @@ from survey.platform.extensions import db
 from survey.privacy.number_planning import number_margin
 from survey.privacy.numeric import GRID_STEPS, HybridNumber, LaplaceNumber
 
+from .builder import FormValues
 from .surveys import add_survey
-from .test_builder import FormValues
 
 DRINKS = {
     "key": "drinks",
