@@ -383,3 +383,21 @@ def test_a_draft_with_a_randomized_number_is_built_and_its_question_shown(signed
     with signed_in.application.app_context():
         after = survey_to_spec(_survey())
     assert after == before, saved.get_data(as_text=True)[:3000]
+
+
+def test_the_build_pages_plan_gives_the_means_margin_in_its_units(signed_in, user):
+    """The planning table: a randomized number's ε, the planned half-width of its mean's interval at
+    the survey's expected respondents (the widest spread), and its design effect against asking it
+    directly; no share, so nothing to compare with the target margin."""
+    add_survey(signed_in.application, {**SPEC, "status": "draft", "expected_respondents": 1000})
+    with signed_in.application.app_context():
+        from survey.domain.surveys.budget import survey_budget
+
+        cost = next(c for c in survey_budget(db.session, _survey()).costs if c.question.key == "drinks")
+    planned = number_margin(1000, 0, 30, mechanism=HybridNumber(1.0, 0, 30))
+    direct = number_margin(1000, 0, 30)
+    assert (cost.epsilon, cost.margin_of_error, cost.respondents_needed) == (1.0, None, None)
+    assert cost.margin_in_units == pytest.approx(planned) and not cost.pending
+    assert cost.design_effect == pytest.approx((planned / direct) ** 2)
+    page = signed_in.get("/surveys/drinks/build").get_data(as_text=True)
+    assert f"±{planned:.2f}" in page and 'data-planning-url="/api/surveys/drinks/questions/drinks/planning"' not in page
