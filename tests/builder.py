@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from html.parser import HTMLParser
 
 from sqlalchemy import select
 from werkzeug.test import TestResponse
@@ -89,3 +90,56 @@ def field_error(html: str, field: str, control_id: str | None = None) -> str:
     match = re.search(rf'<p class="field-error" id="{re.escape(field)}-error">(.*?)</p>', html, re.S)
     assert match, f"no error next to {field!r}"
     return unescape(match.group(1))
+
+
+class FormValues(HTMLParser):
+    """What a browser shows in the form with id ``question-form``: name → value (disabled inputs too)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+        self._inside = False
+        self._textarea: str | None = None
+        self._select: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form":
+            self._inside = a.get("id") == "question-form"
+        if not self._inside:
+            return
+        name = a.get("name")
+        if tag == "input" and name:
+            if a.get("type") in ("radio", "checkbox"):
+                if "checked" in a:
+                    self.values[name] = a.get("value") or "on"
+            else:
+                self.values[name] = a.get("value") or ""
+        elif tag == "textarea":
+            self._textarea = name
+            self.values[name] = ""
+        elif tag == "select":
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value") or ""
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._inside = False
+        elif tag == "textarea":
+            self._textarea = None
+        elif tag == "select":
+            self._select = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.values[self._textarea] += data
+
+    @classmethod
+    def of(cls, client, url: str) -> dict[str, str]:
+        response = client.get(url)
+        assert response.status_code == 200
+        values = cls(response.text).values
+        # a browser drops the one newline that follows <textarea>
+        return {k: v[2:] if v.startswith("\r\n") else v.removeprefix("\n") for k, v in values.items()}

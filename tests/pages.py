@@ -85,6 +85,27 @@ def reference_report(secret_hex: str, slug: str, key: str, true_code: int, colum
     return inverse_cdf(column, *struct.unpack(">II", mac[:8]))
 
 
+def js_number_text(x: float) -> str:
+    """How JavaScript's String() writes ``x`` (for the numbers these tests type: shortest round trip,
+    no ".0" on a whole number)."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def reference_number_report(secret_hex: str, slug: str, key: str, x: float, mechanism) -> int:
+    """What static/js/respond/memo.js must send for a randomized number, computed independently:
+    HMAC-SHA256 of the slug, key and the true number clamped to the range under the browser's secret
+    → its eight 32-bit words, two per 53-bit uniform → the mechanism's draw and rounding to its grid
+    (survey.privacy.numeric, which numbers.js follows operation for operation)."""
+    clamped = min(max(float(x), mechanism.low), mechanism.high)
+    text = f"{slug}\n{key}\n{js_number_text(clamped)}"
+    mac = hmac.new(bytes.fromhex(secret_hex), text.encode(), hashlib.sha256).digest()
+    words = struct.unpack(">8I", mac)
+    u = [((words[2 * i] >> 5) * 2**26 + (words[2 * i + 1] >> 6)) / 2**53 for i in range(4)]
+    t = mechanism.normalize(clamped)
+    y = mechanism.draw(t, u[: mechanism.uniforms])
+    return int(mechanism.to_code(y, u[mechanism.uniforms]))
+
+
 def session_cookie_payload(value: str) -> dict:
     """Flask's session cookie: signed, not encrypted; its first part is (maybe compressed) JSON."""
     compressed = value.startswith(".")

@@ -117,6 +117,7 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     expect(page.locator("#submit-button")).to_be_enabled()
     answer_demo(page, TRUTH)
     page.fill("#weekly_drinks-number", "12")  # the number question, typed
+    page.fill("#drinks_last_week-number", "7.5")  # the randomized number, typed: only a code is sent
     expect(page.locator("#cheating-1")).to_be_checked()
     expect(page.locator("#cheating-0")).not_to_be_checked()
     with page.expect_navigation():
@@ -127,7 +128,9 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     assert len(posts) == 1
     fields = parse_qsl(posts[0].post_data, keep_blank_values=True)
     names = [name for name, _ in fields]
-    assert sorted(names) == sorted(["csrf_token", "submission_key", "q_weekly_drinks"] + [f"q_{k}" for k in TRUTH])
+    assert sorted(names) == sorted(
+        ["csrf_token", "submission_key", "q_weekly_drinks", "q_drinks_last_week"] + [f"q_{k}" for k in TRUTH]
+    )
     assert re.fullmatch(r"[0-9a-f]{32}", dict(fields)["submission_key"])  # 128 random bits for this filling
     for request in requests:
         carried = (request.url or "") + (request.post_data or "")
@@ -135,6 +138,7 @@ def test_person_fills_and_sends_the_demo_survey(live_server, page):
     posted = {name[2:]: int(value) for name, value in fields if name.startswith("q_")}
     assert posted["age_group"] == TRUTH["age_group"]  # the direct question is sent as given
     assert posted["weekly_drinks"] == 12  # and so is the number
+    assert "7.5" not in posts[0].post_data and 0 <= posted["drinks_last_week"] <= 2000  # a code of the grid
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == "health-and-habits"))
         last = db.session.scalar(select(Submission).order_by(Submission.id.desc()))
@@ -237,7 +241,8 @@ def test_a_new_browser_draws_its_secret_from_crypto(live_server, browser):
 
 def demo_columns(page) -> dict[str, list[list[float]]]:
     pairs = page.eval_on_selector_all(
-        "fieldset[data-randomized]", "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])"
+        "fieldset[data-randomized][data-columns]",
+        "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])",
     )
     return dict(pairs)
 
@@ -432,11 +437,12 @@ SEEDED_COUNTS = """([column, encoded]) => {
 def page_columns(page, app, slug: str) -> list[tuple[str, int, list[float], np.ndarray]]:
     """(key, true answer, the page's column, the stored matrix's column) for every randomized question."""
     columns = page.eval_on_selector_all(
-        "fieldset[data-randomized]", "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])"
+        "fieldset[data-randomized][data-columns]",
+        "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])",
     )
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
-        matrices = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
+        matrices = {q.key: q.mechanism().matrix for q in survey.randomized_option_questions}
     assert {key for key, _ in columns} == set(matrices)
     for key, cols in columns:
         np.testing.assert_allclose(np.array(cols).T, matrices[key], atol=1e-15)  # the page carries the stored matrix
@@ -744,11 +750,12 @@ def test_the_first_question_and_its_answers_are_in_view_when_the_page_opens(live
     assert page.evaluate("window.scrollY") == 0
     height = page.evaluate("document.documentElement.scrollHeight")
     if viewport is PHONE:
-        # the demo has gained a number question since HEIGHT_BEFORE was measured: the page it had then
-        # is this page without that question
+        # the demo has gained two number questions (asked directly, randomized) since HEIGHT_BEFORE was
+        # measured: the page it had then is this page without them
         page.evaluate("document.getElementById('question-weekly_drinks').remove()")
+        page.evaluate("document.getElementById('question-drinks_last_week').remove()")
         then = page.evaluate("document.documentElement.scrollHeight")
-        assert then <= HEIGHT_BEFORE / 2, f"the demo page is {height} px tall on a phone, {then} px without the number"
+        assert then <= HEIGHT_BEFORE / 2, f"the demo page is {height} px tall on a phone, {then} px without the numbers"
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
     context.close()
 

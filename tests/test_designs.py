@@ -24,13 +24,17 @@ def others(design, k: int) -> dict:
     return {p.name: 0.3 if p.default is None else p.default for p in design.others}
 
 
-CASES = [(d, kind) for d in DESIGNS.values() for kind in d.kinds]
+#: The matrix designs, by the kinds they serve (the designs of numbers are tested below).
+CASES = [(d, kind) for d in DESIGNS.values() if not d.numbers for kind in d.kinds]
+NUMBER_DESIGNS = [d for d in DESIGNS.values() if d.numbers]
+BOUNDS = (0, 30)
 
 
 def test_every_kind_a_design_serves_is_offered_and_nothing_else():
     assert kinds_served() == {
         "yes_no": ["coin_flip", "warner", "unrelated_question", "grr"],
         "choice": ["grr", "forced_response"],
+        "rr_number": ["hybrid", "duchi", "piecewise", "laplace"],
     }
     assert designs_for("direct") == []
     assert design_name("grr") == DESIGNS["grr"].name and design_name("custom") == "Custom matrix"
@@ -92,8 +96,26 @@ def test_an_epsilon_that_is_no_level_is_refused_naming_epsilon(epsilon):
         names = labels(kind)
         with pytest.raises(ParameterError) as caught:
             privacy = design.from_level("epsilon", epsilon, others(design, len(names)), len(names))
-            design.mechanism(privacy, names)
+            design.mechanism(privacy, names, bounds=BOUNDS)
         assert caught.value.parameter == "epsilon", design.id
+
+
+@pytest.mark.parametrize("design", NUMBER_DESIGNS, ids=lambda d: d.id)
+@pytest.mark.parametrize("epsilon", LEVELS)
+def test_a_design_of_numbers_is_its_mechanism_at_that_epsilon_on_the_range(design, epsilon):
+    privacy = design.from_level("epsilon", epsilon, {}, 0)
+    assert privacy == {"design": design.id, "epsilon": epsilon} and set(privacy) - {"design"} <= design.spec_fields
+    mechanism = design.mechanism(privacy, bounds=BOUNDS)
+    assert mechanism.design == design.id and mechanism.epsilon == epsilon
+    assert (mechanism.low, mechanism.high) == BOUNDS
+    # its reports' domain does not depend on ε or the range: the submission checks it by design
+    assert mechanism.reports == design.reports
+    for bad in _outside(design.level):
+        with pytest.raises(ParameterError) as caught:
+            design.mechanism({"epsilon": bad}, bounds=BOUNDS)
+        assert caught.value.parameter == "epsilon"
+    with pytest.raises(ValueError, match="range"):
+        design.mechanism(privacy)
 
 
 @pytest.mark.parametrize("tiny", [2.81e-230, 1e-300, 5e-324])

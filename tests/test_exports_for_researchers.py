@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.models import User
+from survey.domain.surveys.kinds import kind_of
 from survey.domain.surveys.specs import YES_NO_LABELS
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 from survey.platform.extensions import db
@@ -127,6 +128,11 @@ def _r_reproduces(client, slug: str, tmp_path: Path) -> None:
     run = subprocess.run([RSCRIPT, str(script), str(data), str(out)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     ours = list(csv.DictReader(io.StringIO(_download(client, f"/surveys/{slug}/estimates.csv").decode())))
+    # a randomized number is not redone by the script yet: it says so, and the rest must match
+    skipped = [r["question_key"] for r in ours if kind_of(r["kind"]).randomized_number]
+    for key in skipped:
+        assert f"skipped: question {key} is a randomized number" in run.stderr
+    ours = [r for r in ours if r["question_key"] not in skipped]
     theirs = list(csv.DictReader(out.open()))
     assert [(r["question_key"], r["option_code"].replace("NA", "")) for r in theirs] == [
         (r["question_key"], r["option_code"]) for r in ours

@@ -26,6 +26,7 @@ from survey.domain.surveys.kinds import (
     NONE,
     NUMBER,
     NUMBERS,
+    REPORT,
     SHARES,
     builder_blocks,
     kind_of,
@@ -154,12 +155,16 @@ def test_the_randomized_kinds_are_the_kinds_the_designs_serve():
 
 @pytest.mark.parametrize("kind", KIND_LIST, ids=lambda k: k.id)
 def test_each_kind_keeps_the_rules_the_rest_of_the_app_relies_on(kind):
-    # a randomized answer is an option code: a row and column of its design's matrix
+    # a randomized answer is an option code (a row and column of its design's matrix), or, for a
+    # randomized number, a report code of its design's number mechanism; a report code is nothing else
     if kind.randomized:
-        assert kind.has_options and kind.answer == CODE and kind.result == SHARES
+        assert (kind.has_options and kind.answer == CODE and kind.result == SHARES) or (
+            kind.ranged and kind.answer == REPORT and kind.result == NUMBERS
+        )
+    assert kind.randomized_number == (kind.answer == REPORT) == (kind.randomized and kind.ranged)
     # an answer is either a code among options or a number in a range, never both
     assert kind.has_options == (kind.answer == CODE) == (not kind.ranged)
-    assert (kind.options == NONE) == (kind.answer == NUMBER) == (kind.result == NUMBERS)
+    assert (kind.options == NONE) == (kind.answer in (NUMBER, REPORT)) == (kind.result == NUMBERS)
     # a number is never paired (the pair tallies count codes)
     assert not (kind.ranged and kind.paired)
     assert (kind.options == FIXED) == bool(kind.labels)
@@ -184,6 +189,13 @@ def test_a_kind_checks_an_answer_as_it_is_stored():
         kind_of("number").check(11, "q", low=0, high=10)
     with pytest.raises(DomainError, match="option code, not True"):
         kind_of("yes_no").check(True, "q", k=2)
+    # a randomized number's answer is a report code in its mechanism's domain, not in the range
+    codes = DESIGNS["hybrid"].reports
+    assert kind_of("rr_number").check(" 1500 ", "drinks", low=0, high=30, reports=codes) == 1500
+    with pytest.raises(DomainError, match="not a report this question's randomization can send"):
+        kind_of("rr_number").check(2001, "drinks", low=0, high=3000, reports=codes)
+    with pytest.raises(DomainError, match="the code of a randomized report"):
+        kind_of("rr_number").check(12.5, "drinks", low=0, high=30, reports=codes)
 
 
 def test_researcher_codes_reverse_only_where_the_kind_says():

@@ -2,12 +2,13 @@
 
 A real browser (Playwright driving Debian's Chromium) answers two surveys that cover every design
 (coin flip, Warner, unrelated question, GRR on yes/no and on five options, forced response, a
-one-sided coin flip) and a direct question, one by open link and one by single-use invitation code.
+one-sided coin flip, a randomized number typed with decimals and sometimes outside its range) and a
+direct question, one by open link and one by single-use invitation code.
 Each submission comes from a new browser (by link: with a new secret, so its memoized reports are
 fresh draws; by code: no memoization at all) with true answers picked at random, and every request
 is captured: URL, headers and body. The tests then check that only the CSRF token, the invitation
 code, the filling's submission key and the reported values ``q_<key>`` are posted; that nothing the
-page sends names or carries a true answer or the browser's secret; that each memoized report (by
+page sends names or carries a true answer, a typed number or the browser's secret; that each memoized report (by
 link) is exactly the one the browser's secret gives (an HMAC reference computed here); that
 the reports lie in each question's domain and, over all submissions, equal the truth only as often
 as the matrix diagonal says (an exact test that an honest page fails with probability below 1e-10);
@@ -38,7 +39,7 @@ from survey.platform.extensions import db
 from survey.web.respond.page import survey_page
 
 from .live import live_site, log_lines
-from .pages import STORAGE_KEY, reference_report, tick_answers
+from .pages import STORAGE_KEY, reference_number_report, reference_report, tick_answers
 from .surveys import SMALL_SPEC, add_survey
 
 SUBMISSIONS_PER_MODE = 30
@@ -79,7 +80,18 @@ QUESTIONS = [
         "privacy": {"design": "coin_flip", "truth_probability": 0.6, "yes_probability": 1.0, "allow_one_sided": True},
     },
     {"key": "direct", "kind": "direct", "text": "Asked directly?", "options": ["x", "y", "z"]},
+    {
+        "key": "drinks",
+        "kind": "rr_number",
+        "text": "Drinks last week?",
+        "minimum": 0,
+        "maximum": 30,
+        "privacy": {"design": "hybrid", "epsilon": 1.0},
+    },
 ]
+#: What the respondents type for the randomized number: decimals (so that no report code, a whole
+#: number, can be mistaken for one), inside and outside the range (the browser clamps).
+TYPED = ["4.75", "12.5", "29.125", "0.625", "31.5", "-2.25", "17.375"]
 MODES = {"link": "network-link", "invitation": "network-codes"}
 
 
@@ -89,6 +101,8 @@ class Sent:
 
     mode: str
     truth: dict[str, int]
+    #: randomized number question key → the number typed
+    typed: dict[str, str]
     code: str | None
     secret: str | None
     #: Which note the page showed about repeats: "memo-on", "memo-off" or "keeps-nothing".
@@ -112,6 +126,7 @@ class Run:
     sent: list[Sent]
     options: dict[str, int]  # question key → number of options
     matrices: dict[str, np.ndarray]  # randomized question key → its matrix
+    numbers: dict[str, object]  # randomized number's key → its number mechanism
     log: list[str]
     unused_codes: list[str]
 
@@ -128,8 +143,11 @@ def run(tmp_path_factory, browser):
                 session.flush()
                 made["codes"] = generate_codes(session, survey, SUBMISSIONS_PER_MODE + 5)
         survey = session.scalar(select(Survey).where(Survey.slug == MODES["link"]))
-        made["options"] = {q.key: len(q.options) for q in survey.questions}
-        made["matrices"] = {q.key: q.mechanism().matrix for q in survey.randomized_questions}
+        made["options"] = {q.key: len(q.options) for q in survey.questions if q.kind_entry.has_options}
+        made["matrices"] = {
+            q.key: q.mechanism().matrix for q in survey.randomized_questions if q.kind_entry.has_options
+        }
+        made["numbers"] = {q.key: q.mechanism() for q in survey.questions if q.kind_entry.randomized_number}
 
     with live_site(tmp_path_factory.mktemp("network"), "network-tests", setup) as (app, base):
         codes, options = made["codes"], made["options"]
@@ -140,12 +158,15 @@ def run(tmp_path_factory, browser):
             for mode, slug in MODES.items():
                 for i in range(SUBMISSIONS_PER_MODE):
                     truth = {key: picker.randrange(k) for key, k in options.items()}
+                    typed = {key: picker.choice(TYPED) for key in made["numbers"]}
                     code = codes[i] if mode == "invitation" else None
-                    sent.append(submit(browser, base, slug, truth, code, mode))
-        yield Run(app, base, sent, options, made["matrices"], lines, codes[SUBMISSIONS_PER_MODE:])
+                    sent.append(submit(browser, base, slug, truth, typed, code, mode))
+        yield Run(app, base, sent, options, made["matrices"], made["numbers"], lines, codes[SUBMISSIONS_PER_MODE:])
 
 
-def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | None, mode: str) -> Sent:
+def submit(
+    browser, base: str, slug: str, truth: dict[str, int], typed: dict[str, str], code: str | None, mode: str
+) -> Sent:
     """A new browser opens the survey, ticks ``truth``, sends it; every request it made is kept."""
     context = browser.new_context()
     page = context.new_page()
@@ -157,6 +178,8 @@ def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | Non
     note.wait_for()
     note = note.get_attribute("id")
     tick_answers(page, truth)
+    for key, number in typed.items():
+        page.fill(f"#{key}-number", number)
     with page.expect_navigation():
         page.click("#submit-button")
     assert page.url == f"{base}/s/{slug}/thanks", page.text_content("main")
@@ -166,7 +189,7 @@ def submit(browser, base: str, slug: str, truth: dict[str, int], code: str | Non
         {"url": r.url, "method": r.method, "headers": r.all_headers(), "post_data": r.post_data or ""} for r in captured
     ]
     context.close()
-    return Sent(mode, truth, code, secret, note, session_storage, requests)
+    return Sent(mode, truth, typed, code, secret, note, session_storage, requests)
 
 
 def carried(request: dict) -> str:
@@ -198,10 +221,17 @@ def test_no_request_carries_a_true_answer_or_the_secret(run):
             assert "truth" not in text.lower(), text
             assert s.secret is None or s.secret not in text.lower()
             assert STORAGE_KEY not in text
+            # a typed number leaves the browser nowhere: not in the address, not in a header other than
+            # the cookie (a random session token), not in any posted value but the random CSRF token
+            for number in s.typed.values():
+                assert number not in request["url"]
+                assert not any(number in v for h, v in request["headers"].items() if h != "cookie"), request
+                posted = parse_qsl(request["post_data"], keep_blank_values=True)
+                assert not any(number in value for name, value in posted if name != "csrf_token"), posted
 
 
 def test_only_the_token_the_code_and_reported_values_are_posted(run):
-    expected_fields = {"csrf_token", "submission_key"} | {f"q_{key}" for key in run.options}
+    expected_fields = {"csrf_token", "submission_key"} | {f"q_{q['key']}" for q in QUESTIONS}
     keys = [s.posted["submission_key"] for s in run.sent]
     assert all(re.fullmatch(r"[0-9a-f]{32}", key) for key in keys) and len(set(keys)) == len(keys)
     for s in run.sent:
@@ -221,6 +251,9 @@ def test_only_the_token_the_code_and_reported_values_are_posted(run):
         for key, k in run.options.items():
             value = s.posted[f"q_{key}"]
             assert value.isdigit() and 0 <= int(value) < k, f"{key}: {value!r} is outside its options"
+        for key, mechanism in run.numbers.items():  # a code of its mechanism's grid, never the number typed
+            value = s.posted[f"q_{key}"]
+            assert re.fullmatch(r"-?[0-9]+", value) and mechanism.reports.contains(int(value)), (key, value)
         assert int(s.posted["q_direct"]) == s.truth["direct"]  # asked directly: sent as given
         # the only query string the page ever sends is the invitation code it was opened with
         for request in s.requests:
@@ -248,6 +281,9 @@ def test_each_report_is_the_one_the_browsers_secret_gives(run):
         for key, matrix in run.matrices.items():
             expected = reference_report(s.secret, slug, key, s.truth[key], matrix[:, s.truth[key]].tolist())
             assert int(s.posted[f"q_{key}"]) == expected, f"{key}: {s.posted[f'q_{key}']} is not the memoized report"
+        for key, mechanism in run.numbers.items():
+            expected = reference_number_report(s.secret, slug, key, float(s.typed[key]), mechanism)
+            assert int(s.posted[f"q_{key}"]) == expected, f"{key}: {s.posted[f'q_{key}']} is not the memoized code"
 
 
 #: The chance that test_reports_equal_the_truth_only_as_often_as_the_design_says fails on an honest page:

@@ -148,8 +148,17 @@ def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
     claims = claims_of(client, f"/s/{survey_slug}")
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == survey_slug))
-        matrices = {q.key: np.array(q.design.matrix) for q in survey.randomized_questions}
+        matrices = {q.key: np.array(q.design.matrix) for q in survey.randomized_option_questions}
+        # a randomized number has no matrix: its ε is its design's (ε-LDP by its definition,
+        # tests/test_numeric_mechanisms.py), and its line the ε-LDP bound on any statement
+        numbers = {q.key: q.mechanism().epsilon for q in survey.randomized_questions if not q.is_randomized_option}
     total = 0.0
+    for key, epsilon in numbers.items():
+        total += epsilon
+        assert claims[(key, "epsilon")] == f"{epsilon:.2f}", key
+        bound = 0.5 * math.exp(epsilon) / (0.5 * math.exp(epsilon) + 0.5)
+        figures = percents(claims[(key, "deniability")])
+        assert figures[0] == pytest.approx(0.5) and bound <= figures[1] <= bound + 0.01, key
     for key, matrix in matrices.items():
         # ε from the stored matrix, computed here: the largest log-ratio within a reported row
         with np.errstate(divide="ignore"):

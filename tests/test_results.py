@@ -392,15 +392,17 @@ def test_demo_shows_true_rates_beside_the_estimates(app, signed_in):
     kinds = {q["key"]: q["kind"] for q in document["questions"]}
     coded = {key: [t[v] for v in _researcher_order(kinds[key], len(t))] for key, t in truths.items()}
     for q in document["questions"]:
-        assert q["n"] == 300  # every simulated respondent answers every question, the number too
-        if q["kind"] == "number":
+        assert q["n"] == 300  # every simulated respondent answers every question, the numbers too
+        if "summary" in q:  # a number: its mean (a randomized number's beside the simulated true mean)
             assert q["summary"]["mean"] > 0
+            if q["randomized"]:
+                assert 0 < q["summary"]["simulated_mean"] < 30
             continue
         assert [c["simulated_truth"] for c in q["categories"]] == coded[q["key"]]
-    rows = [r for r in _csv(_get_text(signed_in, f"/surveys/{DEMO_SLUG}/estimates.csv")) if r["kind"] != "number"]
+    rows = [r for r in _csv(_get_text(signed_in, f"/surveys/{DEMO_SLUG}/estimates.csv")) if r["option_label"] != "mean"]
     assert [float(r["simulated_truth"]) for r in rows] == [t for key in coded for t in coded[key]]
     book = signed_in.get(f"/surveys/{DEMO_SLUG}/codebook.json").get_json()
-    assert {q["key"]: q["simulated_truth"] for q in book["questions"] if q["kind"] != "number"} == coded
+    assert {q["key"]: q["simulated_truth"] for q in book["questions"] if q["options"]} == coded
 
 
 def test_the_demo_compares_its_estimates_with_the_shares_of_its_own_respondents(app):

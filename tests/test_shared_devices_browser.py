@@ -143,7 +143,8 @@ NOTHING_ANSWERED = """() => ({
 def randomized_columns(page) -> list[tuple[str, list[list[float]]]]:
     """The page's randomized questions in page order, each with its matrix's columns."""
     return page.eval_on_selector_all(
-        "fieldset[data-randomized]", "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])"
+        "fieldset[data-randomized][data-columns]",
+        "els => els.map(e => [e.dataset.key, JSON.parse(e.dataset.columns)])",
     )
 
 

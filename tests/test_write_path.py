@@ -45,10 +45,19 @@ QUESTIONS = [
     {"key": "region", "kind": "direct", "text": "Region?", "options": ["north", "south", "east"], "required": False},
     {"key": "team", "kind": "direct", "text": "Team?", "options": ["a", "b"], "required": False},
     {"key": "age", "kind": "number", "text": "Age?", "minimum": 16, "maximum": 99, "required": False},
+    {
+        "key": "drinks",
+        "kind": "rr_number",
+        "text": "Drinks last week?",
+        "minimum": 0,
+        "maximum": 30,
+        "privacy": {"design": "hybrid", "epsilon": 1.0},
+        "required": False,
+    },
 ]
 #: The rule, as docs/architecture.md states it, written out here by hand: randomized answers are
 #: counted per day; a pair of answers is counted when neither is a number and one is randomized.
-RANDOMIZED = {"drugs", "often"}
+RANDOMIZED = {"drugs", "often", "drinks"}
 PAIRED = {"drugs", "often", "region", "team"}
 BY_LINK = {"title": "By link", "slug": "by-link", "questions": QUESTIONS}
 BY_CODE = {"title": "By code", "slug": "by-code", "access": "invitation", "questions": QUESTIONS}
@@ -62,6 +71,8 @@ def answers_for(rng: np.random.Generator) -> dict:
             answers[key] = int(rng.integers(k))
     if rng.random() < 0.6:
         answers["age"] = int(rng.integers(16, 100))
+    if rng.random() < 0.8:  # a randomized number's report code (few codes, so that some repeat)
+        answers["drinks"] = int(rng.choice([0, 1, 999, 1000, 2000]))
     return answers
 
 

@@ -72,6 +72,16 @@ MESSAGES: dict[str, Message] = {
         400,
         N_("question {key!r}: {value} is not one of its option codes 0 to {highest}"),
     ),
+    "answer.report_not_whole": Message(
+        400, N_("question {key!r}: the answer must be the code of a randomized report (a whole number), not {value!r}")
+    ),
+    "answer.report_out_of_range": Message(
+        400,
+        N_(
+            "question {key!r}: {value!r} is not a report this question's randomization can send "
+            "(codes {low:,} to {high:,})"
+        ),
+    ),
     "answer.required": Message(400, N_("question {key!r} is required: please answer it")),
     # -- association --
     "association.too_large": Message(

@@ -39,7 +39,8 @@ from survey.domain.surveys.kinds import DIRECT_KINDS as DIRECT_KINDS
 from survey.domain.surveys.kinds import KINDS as KINDS
 from survey.domain.surveys.kinds import Kind, kind_of
 from survey.domain.surveys.planning import DEFAULT_RESPONDENTS, DEFAULT_TARGET_MARGIN
-from survey.privacy import Mechanism, mechanism_from_dict, total_epsilon
+from survey.privacy import Mechanism, Randomizer, mechanism_from_dict, total_epsilon
+from survey.privacy.designs import DESIGNS
 
 from .base import Base
 from .errors import Conflict
@@ -208,6 +209,13 @@ class Survey(Base):
         return [q for q in self.questions if q.is_randomized]
 
     @property
+    def randomized_option_questions(self) -> list[Question]:
+        """The randomized questions answered by an option (a design's matrix): what live intervals,
+        anytime tests, comparisons and the logistic regression read (a randomized number's mean is
+        on the results page and in the exports)."""
+        return [q for q in self.questions if q.is_randomized_option]
+
+    @property
     def direct_questions(self) -> list[Question]:
         return [q for q in self.questions if not q.is_randomized]
 
@@ -368,7 +376,8 @@ class Question(Base):
     minimum: Mapped[int | None] = mapped_column(Integer, nullable=True)
     maximum: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: For a simulated survey (the demo) only: the true shares among its simulated respondents (a spec
-    #: gives the rates to draw them from; the simulation replaces them by the shares it drew).
+    #: gives the rates to draw them from; the simulation replaces them by the shares it drew); for a
+    #: randomized number, ``[the true mean among them]`` (set by the simulation only).
     simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
 
     survey: Mapped[Survey] = relationship(back_populates="questions")
@@ -392,16 +401,24 @@ class Question(Base):
         return self.kind_entry.randomized
 
     @property
+    def is_randomized_option(self) -> bool:
+        """Randomized, and answered by an option: its mechanism is a matrix over its options (not a
+        randomized number, whose mechanism reports codes on a grid)."""
+        return self.kind_entry.randomized and self.kind_entry.has_options
+
+    @property
     def is_number(self) -> bool:
-        """A whole number in a range (asked directly): its answer's value is the number itself."""
+        """A number in a range: asked directly (its answer's value is the number itself) or
+        randomized (its answer is a report code); either way its result is a mean, tallied per value."""
         return self.kind_entry.ranged
 
     @property
     def labels(self) -> list[str]:
         return [o.label for o in self.options]
 
-    def mechanism(self) -> Mechanism | None:
-        """The frozen mechanism, rebuilt from (and checked against) the stored matrix."""
+    def mechanism(self) -> Mechanism | Randomizer | None:
+        """The frozen mechanism, rebuilt from (and checked against) the stored matrix; for a
+        randomized number, its number mechanism (:mod:`survey.privacy.numeric`)."""
         return None if self.design is None else self.design.mechanism()
 
 
@@ -424,6 +441,12 @@ class Design(Base):
     Both the parameters and the matrix are stored: the parameters to show and to re-create the
     design, the matrix because it is what respondents' browsers sampled from. Loading checks that
     the two still agree.
+
+    A randomized *number* (a design of numbers, :mod:`survey.privacy.numeric`) has no matrix: its
+    mechanism is its design (``mechanism_name``), its ε (``epsilon``, also in ``parameters``) and
+    the question's range, all stored, and it is rebuilt from them. Its ``matrix`` is an empty list:
+    the column is NOT NULL for the matrix designs, and an empty list says "no matrix" without a
+    migration; nothing reads it for a number (``mechanism()`` asks the question's kind first).
     """
 
     __tablename__ = "designs"
@@ -447,6 +470,14 @@ class Design(Base):
         """The stored design of ``mechanism``; ``privacy`` (the spec's object it was made from) is kept
         as :attr:`given` when it set the level by ε, which only designs that accept ε in a spec can."""
         spec = mechanism.to_dict()
+        if "matrix" not in spec:  # a design of numbers: its ε (the range is the question's)
+            return cls(
+                mechanism_name=mechanism.design,
+                parameters={"epsilon": float(mechanism.epsilon)},
+                matrix=[],
+                epsilon=float(mechanism.epsilon),
+                given={"epsilon": float(mechanism.epsilon)},
+            )
         design = cls(
             mechanism_name=mechanism.design,
             parameters={k: v for k, v in spec.items() if k not in ("design", "labels", "matrix", "epsilon")},
@@ -458,10 +489,15 @@ class Design(Base):
             design.given["epsilon"] = float(design.given["epsilon"])
         return design
 
-    def mechanism(self) -> Mechanism:
+    def mechanism(self) -> Mechanism | Randomizer:
         """The mechanism, rebuilt from the parameters and checked against the stored matrix once per
         process: a 50-option design costs about a millisecond to rebuild and check, and a page of a
-        200-question survey needs every one (:data:`MECHANISMS_KEPT`)."""
+        200-question survey needs every one (:data:`MECHANISMS_KEPT`). A design of numbers is
+        rebuilt from its design, its ε and the question's range (a few constants: nothing to keep)."""
+        if self.question.kind_entry.randomized_number:
+            return DESIGNS[self.mechanism_name].mechanism(
+                {"epsilon": self.epsilon}, bounds=(self.question.minimum, self.question.maximum)
+            )
         labels = tuple(self.question.labels)
         matrix = self.matrix
         # the parameters make the matrix (the first build checks the whole stored matrix against them);

@@ -10,15 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from .mechanisms import Mechanism
+from .interface import Randomizer
 
 __all__ = ["total_epsilon"]
 
 
-def total_epsilon(mechanisms: Iterable[Mechanism | float]) -> float:
+def total_epsilon(mechanisms: Iterable[Randomizer | float]) -> float:
     """Sum of ε over the randomized questions one respondent answers (basic composition).
 
-    Accepts mechanisms or bare ε values. ∞ if any question is only one-sided deniable; 0 for an
+    Accepts mechanisms (any :class:`~.interface.Randomizer`: a matrix or a number mechanism) or
+    bare ε values. ∞ if any question is only one-sided deniable; 0 for an
     empty survey (nothing randomized, nothing spent, and nothing protected either).
 
         >>> from survey.privacy import CoinFlip
@@ -27,7 +28,7 @@ def total_epsilon(mechanisms: Iterable[Mechanism | float]) -> float:
     """
     total = 0.0
     for item in mechanisms:
-        eps = item.epsilon if isinstance(item, Mechanism) else float(item)
+        eps = float(item) if isinstance(item, int | float) else item.epsilon
         if math.isnan(eps) or eps < 0:
             raise ValueError(f"each ε must be 0 or more, got {eps!r}")
         total += eps

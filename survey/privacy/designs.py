@@ -16,6 +16,10 @@ Pure: numpy and the standard library, like the rest of the privacy core.
 
     >>> [d.id for d in designs_for("choice")]
     ['grr', 'forced_response']
+    >>> [d.id for d in designs_for("rr_number")]
+    ['hybrid', 'duchi', 'piecewise', 'laplace']
+    >>> DESIGNS["hybrid"].mechanism({"epsilon": 1}, bounds=(0, 30)).sampler()["sampler"]
+    'hybrid'
     >>> DESIGNS["warner"].from_level("epsilon", math.log(3), {}, k=2)
     {'design': 'warner', 'p': 0.75}
 """
@@ -36,6 +40,7 @@ from .mechanisms import (
     UnrelatedQuestion,
     Warner,
 )
+from .numeric import NUMBER_MECHANISMS, WholeCodes
 
 __all__ = [
     "DESIGNS",
@@ -49,7 +54,7 @@ __all__ = [
 ]
 
 #: The question kinds a design can serve (a "direct" question has no design).
-KINDS = ("yes_no", "choice")
+KINDS = ("yes_no", "choice", "rr_number")
 
 
 @dataclass(frozen=True)
@@ -118,12 +123,22 @@ class Design:
     level: Parameter
     #: Parameters given in every case (with ε or with ``level``).
     others: tuple[Parameter, ...]
-    #: ``privacy`` (the spec's object), ``labels`` → the mechanism; raises ParameterError.
-    build: Callable[[Mapping[str, Any], Sequence[str] | None], Mechanism] = field(repr=False)
+    #: ``privacy`` (the spec's object) and the question's shape → the mechanism; raises
+    #: ParameterError. The shape is the option ``labels``, or, for a design of numbers
+    #: (:attr:`reports` given), the question's range ``(low, high)``.
+    build: Callable[[Mapping[str, Any], Any], Any] = field(repr=False)
     #: ε, the other parameters, the number of options → the ``level`` parameter's value.
     solve: Callable[[float, Mapping[str, Any], int], Any] = field(repr=False)
     #: Whether the spec may hold ``epsilon`` itself instead of ``level`` (then exactly one of them).
     epsilon_in_spec: bool = False
+    #: For a design of numbers (:mod:`.numeric`: its reports are codes on a grid, whatever its ε and
+    #: the question's range), the domain of its reports; None for a matrix (its codes are options).
+    reports: WholeCodes | None = None
+
+    @property
+    def numbers(self) -> bool:
+        """Whether it randomizes a number in a range (its mechanism needs ``bounds``, not labels)."""
+        return self.reports is not None
 
     @property
     def parameters(self) -> tuple[Parameter, ...]:
@@ -169,9 +184,22 @@ class Design:
             message = f"ε = {float(epsilon):g} is too small for this design ({error})"
             raise ParameterError(EPSILON.name, message) from None
 
-    def mechanism(self, privacy: Mapping[str, Any], labels: Sequence[str] | None = None) -> Mechanism:
+    def mechanism(
+        self,
+        privacy: Mapping[str, Any],
+        labels: Sequence[str] | None = None,
+        *,
+        bounds: tuple[float, float] | None = None,
+    ) -> Any:
         """The mechanism ``privacy`` (the spec's object) describes for options ``labels`` (a yes/no
-        design knows its own); raises :class:`ParameterError` naming the parameter at fault."""
+        design knows its own), or for a design of numbers, for the range ``bounds``; raises
+        :class:`ParameterError` naming the parameter at fault. A matrix design gives a
+        :class:`~.mechanisms.Mechanism`, a design of numbers a :class:`~.numeric.NumberMechanism`
+        (both :class:`~.interface.Randomizer`)."""
+        if self.numbers:
+            if bounds is None:
+                raise ValueError(f"a {self.id} design needs the question's range")
+            return self.build(privacy, bounds)
         return self.build(privacy, labels)
 
 
@@ -189,6 +217,47 @@ def _grr(privacy: Mapping[str, Any], labels: Sequence[str] | None) -> Mechanism:
         epsilon=None if by_truth else privacy.get("epsilon"),
         truth_probability=privacy.get(TRUTH) if by_truth else None,
         labels=labels,
+    )
+
+
+#: The largest ε a design of numbers takes: above it the piecewise mechanism's window fills its
+#: whole range in floating point (ε = 20 already sends the clamped number within 0.01% of the range).
+NUMBER_EPSILON_MAX = 20.0
+
+#: ε as the level of a design of numbers (set by ε alone: no other parameter).
+NUMBER_EPSILON = Parameter(
+    "epsilon",
+    "ε (epsilon)",
+    "Privacy loss: smaller is more private, larger is more precise.",
+    low=0.0,
+    high=NUMBER_EPSILON_MAX,
+    low_open=True,
+    rule=f"a number greater than 0 and at most {NUMBER_EPSILON_MAX:g}, for example 1 (smaller is more private, "
+    "larger is more precise)",
+)
+
+
+def _number_design(design: str, name: str, summary: str) -> Design:
+    """A design of numbers: the mechanism :data:`~.numeric.NUMBER_MECHANISMS` ``[design]`` at the
+    spec's ε on the question's range (stored as its ε alone: the range is the question's)."""
+    mechanism = NUMBER_MECHANISMS[design]
+
+    def build(privacy: Mapping[str, Any], bounds: tuple[float, float]) -> Any:
+        epsilon = privacy.get("epsilon")
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not NUMBER_EPSILON.contains(epsilon):
+            raise ParameterError("epsilon", f"ε must be {NUMBER_EPSILON.rule}, got {epsilon!r}")
+        return mechanism(float(epsilon), *bounds)
+
+    return Design(
+        id=design,
+        name=name,
+        summary=summary,
+        kinds=("rr_number",),
+        level=NUMBER_EPSILON,
+        others=(),
+        build=build,
+        solve=lambda eps, o, k: eps,
+        reports=mechanism(1.0).reports,
     )
 
 
@@ -313,6 +382,27 @@ DESIGNS: dict[str, Design] = {
             others=(),
             build=lambda s, labels: ForcedResponse(s.get("forced", ()), labels=labels),
             solve=lambda eps, o, k: ForcedResponse.from_epsilon(eps, k).parameters["forced"],
+        ),
+        _number_design(
+            "hybrid",
+            "Hybrid (piecewise or two-point)",
+            "The browser sends a random number whose average is the true number: from a window around it "
+            "or from the two ends of a wider range (the least noise at every ε).",
+        ),
+        _number_design(
+            "duchi",
+            "Two-point (Duchi)",
+            "The browser sends one of two numbers beyond the range's ends, the nearer end more likely.",
+        ),
+        _number_design(
+            "piecewise",
+            "Piecewise",
+            "The browser sends a random number, more often from a window around the true number.",
+        ),
+        _number_design(
+            "laplace",
+            "Laplace noise",
+            "The browser adds random noise from a Laplace distribution to the true number.",
         ),
     )
 }

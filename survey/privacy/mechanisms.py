@@ -603,7 +603,8 @@ def mechanism_from_dict(spec: Mapping[str, Any]) -> Mechanism:
     Named designs are rebuilt from their parameters by their entry in the registry
     (:data:`survey.privacy.designs.DESIGNS`); when a stored ``matrix`` is present it must agree with
     them, so a frozen design cannot drift from the matrix its reports were made under. A
-    ``"custom"`` design is its matrix.
+    ``"custom"`` design is its matrix. A design of numbers has no matrix and is not rebuilt here
+    (:func:`~.numeric.number_mechanism_from_dict` rebuilds those).
     """
     from .designs import DESIGNS  # the registry builds on the classes above
 
@@ -611,7 +612,8 @@ def mechanism_from_dict(spec: Mapping[str, Any]) -> Mechanism:
         raise ValueError("a design must be an object with a 'design' field")
     design = spec.get("design")
     labels = spec.get("labels")
-    entry = DESIGNS.get(design) if isinstance(design, str) else None
+    matrices = {name: entry for name, entry in DESIGNS.items() if not entry.numbers}
+    entry = matrices.get(design) if isinstance(design, str) else None
     if entry is not None:
         mech = entry.mechanism(spec, labels)
     elif design == Mechanism.design:
@@ -619,7 +621,7 @@ def mechanism_from_dict(spec: Mapping[str, Any]) -> Mechanism:
             raise ValueError("a custom design needs its matrix")
         mech = Mechanism(spec["matrix"], labels=labels)
     else:
-        known = sorted([*DESIGNS, Mechanism.design])
+        known = sorted([*matrices, Mechanism.design])
         raise ValueError(f"unknown design {design!r}; known: {', '.join(known)}")
     if labels is not None and tuple(str(x) for x in labels) != mech.labels:
         raise ValueError(f"labels {list(labels)!r} do not match the design's {list(mech.labels)!r}")

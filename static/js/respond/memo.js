@@ -9,8 +9,10 @@
  * the secret is 32 random bytes this browser keeps in localStorage for this site. The HMAC output
  * is uniform, so each report is still distributed exactly as the question's column says; the
  * sampling itself is SurveyRandomizer.sample, fed the first 8 bytes of the HMAC as its two 32-bit
- * words. Only the secret is stored: never a true answer, never a reported value. It never leaves
- * the browser.
+ * words. A randomized number (numbers.js) takes the HMAC of its true number clamped to the range,
+ * and its draw takes the HMAC's eight words in order, as many as it needs (two per uniform: four or six).
+ * Only the secret is stored: never a true answer, never a reported value. It never leaves the
+ * browser.
  *
  * crypto.subtle exists only in secure contexts (https, localhost), and site storage can be blocked;
  * there `available()` is false, and the page falls back to fresh draws and says so.
@@ -107,14 +109,36 @@
     return String(slug) + "\n" + String(key) + "\n" + String(trueCode);
   }
 
-  /* The first 8 bytes of HMAC-SHA256(key, text) as two big-endian 32-bit words. */
-  function words(cryptoKey, text) {
+  /* The first `count` (2 unless given, at most 8) big-endian 32-bit words of HMAC-SHA256(key, text). */
+  function words(cryptoKey, text, count) {
+    var n = count || 2;
+    if (n < 1 || n > 8) {
+      throw new Error("an HMAC-SHA256 gives 1 to 8 words, not " + n);
+    }
     return global.crypto.subtle
       .sign("HMAC", cryptoKey, new global.TextEncoder().encode(text))
       .then(function (mac) {
         var view = new DataView(mac);
-        return new Uint32Array([view.getUint32(0), view.getUint32(4)]);
+        var out = new Uint32Array(n);
+        for (var i = 0; i < n; i++) {
+          out[i] = view.getUint32(4 * i);
+        }
+        return out;
       });
+  }
+
+  /* A source of words for SurveyRandomizer.uniform that hands out `w` in order; it refuses to run out
+     (a draw needing more words than were taken is a bug, never a reason to reuse them). */
+  function sourceOf(w) {
+    var next = 0;
+    return function (count) {
+      if (next + count > w.length) {
+        throw new Error("the memoized draw needs more than " + w.length + " words");
+      }
+      var out = w.subarray(next, next + count);
+      next += count;
+      return out;
+    };
   }
 
   /* The memoized report for a true answer: SurveyRandomizer.sample with the HMAC as its source. */
@@ -126,6 +150,16 @@
     });
   }
 
+  /* The memoized code for a randomized number: SurveyNumbers.report with the HMAC of the clamped
+     number as its source (the clamped value, so that 31 and 40 typed in a range to 30 are one answer). */
+  function reportNumber(cryptoKey, sampler, slug, key, x) {
+    var clamped = Math.min(Math.max(x, sampler.low), sampler.high);
+    // all eight words: a draw takes what it needs in order (four or six), and no draw needs more
+    return words(cryptoKey, message(slug, key, String(clamped)), 8).then(function (w) {
+      return global.SurveyNumbers.report(sampler, clamped, sourceOf(w));
+    });
+  }
+
   global.SurveyMemo = Object.freeze({
     STORAGE_KEY: STORAGE_KEY,
     available: available,
@@ -134,5 +168,6 @@
     message: message,
     words: words,
     report: report,
+    reportNumber: reportNumber,
   });
 })(window);

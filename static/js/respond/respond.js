@@ -1,8 +1,10 @@
 /*
- * The respondent's form. On submit, each randomized question's true answer (a radio button with no
- * name, owned by a form that is never sent) is replaced by a reported value drawn from the column of
- * the question's matrix for that answer; only those reported values are posted. Directly asked
- * questions post their answer as given.
+ * The respondent's form. On submit, each randomized question's true answer (a radio button, or a
+ * typed number, with no name, owned by a form that is never sent) is replaced by a reported value:
+ * drawn from the column of the question's matrix for that answer, or, for a randomized number, the
+ * code SurveyNumbers.report (numbers.js) draws from the number with the question's sampler. Only
+ * those reported values are posted, never the typed number. Directly asked questions post their
+ * answer as given.
  *
  * How each report is drawn depends on the survey (data-regime, SECURITY.md section 2):
  * - "memoized": where the browser can keep a secret (see memo.js), the same true answer to the same
@@ -94,7 +96,9 @@
 
   function chosen(fieldset) {
     if (fieldset.hasAttribute("data-number")) {
-      var typed = fieldset.querySelector("input[name='q_" + fieldset.dataset.key + "']");
+      var typed = fieldset.hasAttribute("data-randomized")
+        ? fieldset.querySelector("input[data-true-answer]")
+        : fieldset.querySelector("input[name='q_" + fieldset.dataset.key + "']");
       return typed && typed.value.trim() !== "" ? typed : null;
     }
     var selector = fieldset.hasAttribute("data-randomized")
@@ -131,7 +135,10 @@
     }
     var input = fieldset.querySelector("input[type=number]");
     var text = input.value.trim();
-    var rule = "Please type a whole number from " + input.min + " to " + input.max + ".";
+    var randomized = fieldset.hasAttribute("data-randomized");
+    var rule = randomized
+      ? "Please type a number, for example " + input.min + "."
+      : "Please type a whole number from " + input.min + " to " + input.max + ".";
     if (input.validity && input.validity.badInput) {
       return rule; // typed, but not a number (the browser keeps the value empty)
     }
@@ -139,6 +146,9 @@
       return "";
     }
     var n = Number(text);
+    if (randomized) {
+      return isFinite(n) ? "" : rule; // any number: the sampler clamps it to the range
+    }
     return /^-?[0-9]+$/.test(text) && n >= Number(input.min) && n <= Number(input.max) ? "" : rule;
   }
 
@@ -152,11 +162,59 @@
     return JSON.parse(fieldset.dataset.columns)[trueCode];
   }
 
+  // What a number sampler may carry besides its name (survey/privacy/numeric.py, sampler()): each
+  // one a data- attribute holding JSON.
+  var NUMBER_CONSTANTS = [
+    "low",
+    "high",
+    "origin",
+    "step",
+    "scale",
+    "bound",
+    "inside_density",
+    "outside_density",
+    "piecewise_share",
+    "piecewise",
+    "duchi",
+  ];
+
+  /* A randomized number's sampler, from the fieldset's data- attributes (numbers.js refuses a
+     sampler it does not know, so the caller says the answers could not be randomized). */
+  function numberSampler(fieldset) {
+    if (!fieldset.hasAttribute("data-number") || !window.SurveyNumbers) {
+      throw new Error("unknown sampler: " + fieldset.dataset.sampler);
+    }
+    var sampler = { sampler: fieldset.dataset.sampler };
+    NUMBER_CONSTANTS.forEach(function (name) {
+      if (Object.prototype.hasOwnProperty.call(fieldset.dataset, name)) {
+        sampler[name] = JSON.parse(fieldset.dataset[name]);
+      }
+    });
+    return sampler;
+  }
+
+  /* A fresh report for [fieldset, true answer]: a code drawn from the matrix's column for a true
+     option code, or a randomized number's code. */
+  function freshReport(fieldset, truth) {
+    if (fieldset.hasAttribute("data-number")) {
+      return window.SurveyNumbers.report(numberSampler(fieldset), truth);
+    }
+    return window.SurveyRandomizer.sample(column(fieldset, truth));
+  }
+
+  /* The memoized report for [fieldset, true answer] with this browser's key (memo.js). */
+  function memoReport(key, slug, fieldset, truth) {
+    if (fieldset.hasAttribute("data-number")) {
+      return memo.reportNumber(key, numberSampler(fieldset), slug, fieldset.dataset.key, truth);
+    }
+    return memo.report(key, column(fieldset, truth), slug, fieldset.dataset.key, truth);
+  }
+
   function freshReports(items) {
     return items.map(function (item) {
       var id = item[0].dataset.key + "\n" + item[1];
       if (!Object.prototype.hasOwnProperty.call(drawn, id)) {
-        drawn[id] = window.SurveyRandomizer.sample(column(item[0], item[1]));
+        drawn[id] = freshReport(item[0], item[1]);
       }
       return drawn[id];
     });
@@ -178,7 +236,7 @@
         }
         return Promise.all(
           items.map(function (item) {
-            return memo.report(key, column(item[0], item[1]), slug, item[0].dataset.key, item[1]);
+            return memoReport(key, slug, item[0], item[1]);
           })
         );
       })

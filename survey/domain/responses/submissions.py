@@ -29,12 +29,13 @@ from sqlalchemy.orm import Session, scoped_session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError, Forbidden
-from survey.domain.models import TALLY_SHARDS, Option, Question, Survey, refusal_on, today
+from survey.domain.models import TALLY_SHARDS, Design, Option, Question, Survey, refusal_on, today
 from survey.domain.responses.codes import INVITATION, check_code, claim, normalize, well_formed
 from survey.domain.responses.mixing import BATCH, hold, release
 from survey.domain.responses.receipts import key_hash, purge_old_receipts, received
 from survey.domain.results.live import close_if_precise
 from survey.domain.surveys.kinds import ANSWERS, kind_of
+from survey.privacy.designs import DESIGNS
 
 from . import writes
 
@@ -53,11 +54,17 @@ class Field:
     minimum: int | None = None
     maximum: int | None = None
     kind: str = "direct"
+    #: Its design's id (None for a question asked directly): a randomized number's answer is a report
+    #: code, checked against the domain of its design's reports (not against the range).
+    design: str | None = None
 
     def check(self, value: Any) -> int:
         """The value to store for the answer ``value``, or a DomainError saying what is wrong: its
         kind checks it (survey.domain.surveys.kinds)."""
-        return kind_of(self.kind).check(value, self.key, k=self.options, low=self.minimum, high=self.maximum)
+        reports = DESIGNS[self.design].reports if self.design in DESIGNS else None
+        return kind_of(self.kind).check(
+            value, self.key, k=self.options, low=self.minimum, high=self.maximum, reports=reports
+        )
 
 
 @dataclass(frozen=True)
@@ -93,11 +100,13 @@ _FORM_QUERY = (
         Question.minimum,
         Question.maximum,
         Question.kind,
+        Design.mechanism_name,
     )
     .outerjoin(Question, Question.survey_id == Survey.id)
     .outerjoin(Option, Option.question_id == Question.id)
+    .outerjoin(Design, Design.question_id == Question.id)
     .where(Survey.slug == bindparam("slug"))
-    .group_by(Survey.id, Question.id)
+    .group_by(Survey.id, Question.id, Design.mechanism_name)
     .order_by(Question.position)
 )
 

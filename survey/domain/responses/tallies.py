@@ -31,6 +31,7 @@ from survey.domain.models import (
 )
 from survey.domain.responses.mixing import question_kinds
 from survey.domain.results.numbers import NumberSummary, summarize
+from survey.domain.results.randomized_numbers import RandomizedNumberSummary, summarize_reports
 from survey.domain.surveys.kinds import NUMBERS, SHARES
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
@@ -339,14 +340,23 @@ def survey_results(
 
 def number_results(
     session: Session, survey: Survey, counts: Counts | None = None, questions: list[Question] | None = None
-) -> list[NumberSummary]:
+) -> list[NumberSummary | RandomizedNumberSummary]:
     """Every number question's summary (or those among ``questions``), from the running tallies
-    (``counts``, read now by default)."""
+    (``counts``, read now by default): asked directly, the numbers summarized; randomized, the mean
+    its mechanism estimates from the tallies of report codes."""
     numbers = (counts or survey_counts(session, survey)).numbers
     chosen = survey.questions if questions is None else questions
-    return [summarize(q, numbers[q.id]) for q in chosen if q.kind_entry.result == NUMBERS]
+    return [
+        summarize_reports(q, numbers[q.id]) if q.kind_entry.randomized_number else summarize(q, numbers[q.id])
+        for q in chosen
+        if q.kind_entry.result == NUMBERS
+    ]
 
 
-def results_total_epsilon(results: list[QuestionResult]) -> float:
-    """The survey's total ε from mechanisms already built for its results (saves rebuilding them)."""
-    return total_epsilon(r.mechanism for r in results if r.randomized)
+def results_total_epsilon(
+    results: list[QuestionResult], numbers: list[NumberSummary | RandomizedNumberSummary] = ()
+) -> float:
+    """The survey's total ε from mechanisms already built for its results (saves rebuilding them):
+    its option questions' and, given their summaries, its randomized numbers' (basic composition)."""
+    randomized_numbers = [m.mechanism for m in numbers if isinstance(m, RandomizedNumberSummary)]
+    return total_epsilon([*(r.mechanism for r in results if r.randomized), *randomized_numbers])

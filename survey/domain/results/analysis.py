@@ -214,7 +214,7 @@ def compare(
     question's key (their association). ``category`` is the option whose share a breakdown shows
     and compares (its code; the first option by default)."""
     question = _question(session, survey, question_key, ("question",))
-    if not question.is_randomized:
+    if not question.is_randomized_option:
         raise DomainError("comparison.not_randomized", path=("question",), key=question.key)
     mechanism = question_mechanism(question)
     if by == WEEK:
@@ -297,7 +297,7 @@ def comparable(session: Session, survey: Survey) -> tuple[list[Question], list[Q
     """The questions a comparison can be asked about (randomized) and by (direct questions with
     options: a number question has too many values to make groups of), in survey order."""
     questions = question_list(session, survey)
-    randomized = [q for q in questions if q.is_randomized]
+    randomized = [q for q in questions if q.is_randomized_option]
     direct = [q for q in questions if not q.is_randomized and q.kind_entry.paired]
     return randomized, direct
 
@@ -454,7 +454,7 @@ def regression(
     patterns are read at most as many as could fit, and a model beyond the limit is refused before
     it is fitted. Only the GROUP BY that counts the patterns grows with the respondents."""
     outcome = _question(session, survey, outcome_key, ("outcome",))
-    if not outcome.is_randomized:
+    if not outcome.is_randomized_option:
         raise DomainError("regression.outcome_not_randomized", path=("outcome",), key=outcome.key)
     code = parse_category(outcome, category)
     mechanism = question_mechanism(outcome)

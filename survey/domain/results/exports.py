@@ -134,6 +134,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
     """The JSON estimates: the survey, its total ε and every question's counts and estimates."""
     counts = survey_counts(session, survey)
     results = survey_results(session, survey, counts)
+    numbers = number_results(session, survey, counts)
     names = variable_names([q.key for q in survey.questions])
     return {
         "survey": {
@@ -143,7 +144,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
             "simulated": survey.is_simulated,
             "submissions": counts.submissions,
         },
-        **_epsilon_fields(results_total_epsilon(results)),
+        **_epsilon_fields(results_total_epsilon(results, numbers)),
         "level": level,
         "coding": CODING_NOTE,
         "questions": [
@@ -151,7 +152,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
             for item in _in_survey_order(
                 survey,
                 [_researcher_coded(result.question, result.to_dict(level)) for result in results]
-                + [summary.to_dict() for summary in number_results(session, survey, counts)],
+                + [summary.to_dict() for summary in numbers],
             )
         ],
     }
@@ -214,10 +215,41 @@ def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _randomized_number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
+    """A randomized number's one row: the mean its mechanism estimates from the reports, with the
+    mechanism's interval (betting; normal for Laplace), where an option's estimate goes."""
+    m = q["summary"]
+    return [
+        survey.slug,
+        q["key"],
+        q["variable"],
+        q["text"],
+        q["kind"],
+        1,
+        q["design"]["design"],
+        _epsilon_cell(q),
+        q["n"],
+        None,
+        "mean",
+        None,
+        None,
+        m["mean"],
+        m["mean"],
+        None,
+        m["ci_low"],
+        m["ci_high"],
+        m["interval_method"],
+        m.get("simulated_mean"),
+    ]
+
+
 def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterator[list[Any]]:
     """One CSV row per (question, option), from ``QuestionResult.to_dict()`` documents (a number
     question: one row, its mean)."""
     for q in questions:
+        if kind_of(q["kind"]).randomized_number:
+            yield _randomized_number_row(survey, q)
+            continue
         if kind_of(q["kind"]).result == NUMBERS:
             yield _number_row(survey, q)
             continue
@@ -301,7 +333,8 @@ def microdata_rows(
     session: Session, survey: Survey, *, batch_size: int = MICRODATA_BATCH_SIZE
 ) -> Iterator[tuple[int, Any, list[int | None]]]:
     """``(row number, day, values)`` per submission, the values in the researcher's codes in
-    question order (None where a question was not answered).
+    question order (None where a question was not answered); a randomized number's value is its
+    report in the question's units (its mechanism's ``value_of`` the code sent).
 
     The answers are read in submission order with ``yield_per``, so the database hands them over in
     batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
@@ -309,6 +342,7 @@ def microdata_rows(
     """
     position = {q.id: i for i, q in enumerate(survey.questions)}
     recode = {q.id: q for q in survey.questions if q.kind_entry.reversed_codes}
+    units = {q.id: q.mechanism() for q in survey.questions if q.kind_entry.randomized_number}
     statement = (
         select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
         .join(Submission, Submission.id == Answer.submission_id)
@@ -316,20 +350,29 @@ def microdata_rows(
         .order_by(Answer.submission_id)
         .execution_options(yield_per=batch_size)
     )
-    return _rows(session, statement, position, recode)
+    return _rows(session, statement, position, recode, units)
 
 
 def _rows(
-    session: Session, statement: Any, position: dict[int, int], recode: dict[int, Question]
-) -> Iterator[tuple[int, Any, list[int | None]]]:
+    session: Session,
+    statement: Any,
+    position: dict[int, int],
+    recode: dict[int, Question],
+    units: dict[int, Any] | None = None,
+) -> Iterator[tuple[int, Any, list[int | float | None]]]:
+    units = units or {}
     result = session.execute(statement)
     try:
         for number, (_, group) in enumerate(groupby(result, key=itemgetter(0)), start=1):
             answers = list(group)
-            cells: list[int | None] = [None] * len(position)
+            cells: list[int | float | None] = [None] * len(position)
             for _, _, question_id, value in answers:
                 question = recode.get(question_id)
-                cells[position[question_id]] = value if question is None else researcher_code(question, value)
+                mechanism = units.get(question_id)
+                if mechanism is not None:
+                    cells[position[question_id]] = float(mechanism.value_of(value))
+                else:
+                    cells[position[question_id]] = value if question is None else researcher_code(question, value)
             yield number, answers[0][1], cells
     finally:
         # Also when the client goes away mid-download: release the cursor at once.
@@ -354,7 +397,52 @@ def _design_entry(question: Question) -> dict[str, Any] | None:
     }
 
 
+#: How a randomized number's column reads (the codebook's note beside its design).
+REPORT_NOTE = (
+    "Each value is a randomized report in the question's units: the browser clamped the true number to the "
+    "range and sent a code of its design's report grid; the value is that code's report "
+    "(low + (high - low)(y + 1)/2 for the grid point y). A report can lie outside the range (Laplace's far "
+    "outside); its expectation is the respondent's clamped number, so the mean of the reports estimates the "
+    "mean of the clamped numbers (the results give it with the design's interval). No single value says "
+    "anything reliable about its respondent."
+)
+
+
+def _report_design_entry(question: Question) -> dict[str, Any] | None:
+    """A randomized number's frozen design: its mechanism (its design id, ε and the range), its report
+    grid (codes and their values) and how to read the column."""
+    mechanism = question.mechanism()
+    first, last = mechanism.reports.low, mechanism.reports.high
+    return {
+        "name": mechanism.design,
+        "parameters": question.design.parameters,
+        "mechanism": mechanism.to_dict(),
+        "grid": {
+            "codes": [int(first), int(last)],
+            "origin": float(mechanism.origin),
+            "step": float(mechanism.step),
+            "values": [float(mechanism.value_of(first)), float(mechanism.value_of(last))],
+        },
+        "values_note": REPORT_NOTE,
+        "epsilon": question.design.epsilon,
+        "epsilon_infinite": question.design.epsilon is None,
+    }
+
+
 def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
+    if question.kind_entry.randomized_number:
+        return {
+            "key": question.key,
+            "variable": variable,
+            "text": question.text,
+            "kind": question.kind,
+            "randomized": True,
+            "required": question.required,
+            "range": {"minimum": question.minimum, "maximum": question.maximum},
+            "options": [],
+            "design": _report_design_entry(question),
+            "simulated_truth": None,
+        }
     if question.is_number:
         return {
             "key": question.key,
@@ -389,6 +477,18 @@ def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, A
         {"name": "submitted_on", "type": "date", "description": "Day of the submission (YYYY-MM-DD)."},
     ]
     for q in survey.questions:
+        if q.kind_entry.randomized_number:
+            columns.append(
+                {
+                    "name": names[q.key],
+                    "type": "number or empty",
+                    "question": q.key,
+                    "description": f"The randomized report in the question's units (its range {q.minimum} to "
+                    f"{q.maximum}; a report can lie outside it): see the question's design, values_note; "
+                    "empty when the question was not answered.",
+                }
+            )
+            continue
         if q.is_number:
             columns.append(
                 {

@@ -59,9 +59,17 @@ def microdata_frame(session: Session, survey: Survey) -> pd.DataFrame:
         }
     )
     grid = np.array(values, dtype=object).reshape(len(values), len(names) - len(MICRODATA_FIXED_COLUMNS))
+    reports = set(report_columns(survey))
     for j, name in enumerate(names[len(MICRODATA_FIXED_COLUMNS) :]):
-        frame[name] = pd.array(list(grid[:, j]), dtype="Int32")
+        frame[name] = pd.array(list(grid[:, j]), dtype="Float64" if name in reports else "Int32")
     return frame
+
+
+def report_columns(survey: Survey) -> list[str]:
+    """The columns of randomized numbers: reports in the question's units, not whole numbers (a
+    numeric column with decimals, no value labels)."""
+    names = variable_names([q.key for q in survey.questions])
+    return [names[q.key] for q in survey.questions if q.kind_entry.randomized_number]
 
 
 def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
@@ -84,10 +92,12 @@ def write_labelled(session: Session, survey: Survey, file_format: str, path: Pat
     """Write the labelled microdata of ``survey`` as ``file_format`` ("sav" or "dta") to ``path``."""
     frame = microdata_frame(session, survey)
     column_labels, value_labels = _labels(survey)
+    reports = set(report_columns(survey))
     note = (
         f"Randomized microdata of the survey {survey.slug!r}: randomized questions hold the reported "
         "(randomized) answer, never the true one; estimate shares with the design matrices of the "
-        "codebook (codebook.json) or the R script beside it."
+        "codebook (codebook.json) or the R script beside it. A randomized number holds its report in "
+        "the question's units: the mean of the reports estimates the mean."
     )
     if file_format == "sav":
         pyreadstat.write_sav(
@@ -97,7 +107,11 @@ def write_labelled(session: Session, survey: Survey, file_format: str, path: Pat
             column_labels=column_labels,
             variable_value_labels=value_labels,
             note=textwrap.wrap(note, SPSS_NOTE_WIDTH),
-            variable_format={name: "F8.0" for name in frame.columns if name != MICRODATA_FIXED_COLUMNS[1]},
+            variable_format={
+                name: "F12.4" if name in reports else "F8.0"
+                for name in frame.columns
+                if name != MICRODATA_FIXED_COLUMNS[1]
+            },
             variable_measure={
                 name: ("nominal" if name in value_labels else "scale")
                 for name in frame.columns[len(MICRODATA_FIXED_COLUMNS) :]

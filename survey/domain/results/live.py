@@ -102,7 +102,7 @@ def live_status(session: Session, survey: Survey, counts: Counts | None = None) 
     """The live intervals of every randomized question, from the running tallies (read now by default)."""
     by_question = (counts or survey_counts(session, survey)).by_question
     questions = []
-    for q in survey.randomized_questions:
+    for q in survey.randomized_option_questions:
         c = by_question[q.id]
         sequence = confidence_sequence(question_mechanism(q), c, LEVEL)
         questions.append(LiveQuestion(q, sequence, int(c.sum()), survey.target_margin))
@@ -216,7 +216,7 @@ def anytime(
 ) -> AnytimeTest:
     """The anytime-valid test of "the share of ``category`` (a researcher's code; the first option by
     default) of randomized question ``key`` is ``alternative`` ``threshold``" on the running tallies."""
-    question = next((q for q in survey.randomized_questions if q.key == key), None)
+    question = next((q for q in survey.randomized_option_questions if q.key == key), None)
     if question is None:
         raise DomainError("live.not_randomized", path=("question",), key=key)
     code = parse_category(question, category)

@@ -66,6 +66,8 @@ def _r_matrix(rows: list[list[float]]) -> str:
 
 def _r_question(q: Question, variable: str) -> str:
     names = f"key = {_r_string(q.key)}, variable = {_r_string(variable)}"
+    if q.kind_entry.randomized_number:  # not redone here yet: the script says so and skips it
+        return f"  list({names}, skipped = TRUE)"
     if q.is_number:
         return f"  list({names}, number = TRUE, minimum = {q.minimum}, maximum = {q.maximum})"
     options = researcher_options(q)
@@ -254,6 +256,11 @@ write_utf8_csv <- function(table, path) {
 
 responses <- read.csv(microdata_file, check.names = FALSE, stringsAsFactors = FALSE)
 estimate_one <- function(design) {
+  if (isTRUE(design$skipped)) {
+    message("skipped: question ", design$key, " is a randomized number, not estimated by this script ",
+            "(see the estimates file)")
+    return(NULL)
+  }
   if (!(design$variable %in% names(responses))) {
     stop("the microdata have no column ", design$variable, " (question ", design$key, "): is this the survey's file?")
   }
@@ -285,6 +292,13 @@ def r_script(survey: Survey) -> str:
         "# run in.\n"
     )
     starts = ", ".join(_r_string(start) for start in FORMULA_STARTS)
+    skipped = [q.key for q in survey.questions if q.kind_entry.randomized_number]
+    if skipped:
+        header += (
+            "# SKIPPED: the randomized number question(s) "
+            + ", ".join(_r_comment(key) for key in skipped)
+            + " are not estimated by this script\n# yet; their mean and interval are in the estimates file.\n"
+        )
     return (
         header
         + "args <- commandArgs(trailingOnly = TRUE)\n"

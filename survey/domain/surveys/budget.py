@@ -18,6 +18,7 @@ counting :data:`DESIGN_WORK`); the page fills in the other rows one request each
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -37,6 +38,7 @@ from survey.domain.surveys.planning import PLANNING_LEVEL, PLANNING_SHARE
 from survey.domain.validation import within_cap
 from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
 from survey.privacy.designs import DESIGNS
+from survey.privacy.number_planning import number_margin
 from survey.privacy.planning import per_respondent_variance, summed_terms
 
 #: How many designs' planning figures a process keeps (each a few dozen bytes).
@@ -111,6 +113,10 @@ class QuestionCost:
     margin_of_error: float | None
     respondents_needed: int | None
     design_effect: float | None
+    #: A randomized number's planned half-width of its mean's interval, in the question's units
+    #: (:func:`survey.privacy.number_planning.number_margin` at the widest spread); its margin of
+    #: error in points and respondents needed for the target margin (a share) are None.
+    margin_in_units: float | None = None
 
     @property
     def one_sided(self) -> bool:
@@ -118,7 +124,7 @@ class QuestionCost:
 
     @property
     def pending(self) -> bool:
-        return self.margin_of_error is None
+        return self.margin_of_error is None and self.margin_in_units is None
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,9 @@ def survey_budget(
     for question in questions:
         if not question.is_randomized:
             continue
+        if not question.is_randomized_option:  # a randomized number: its ε and its mean's planned margin
+            costs.append(number_cost(question, n))
+            continue
         k = counts.get(question.id, 2)
         key = (*_design_key(question, k), n, margin)
         with _lock:
@@ -224,6 +233,30 @@ def survey_budget(
     )
 
 
+def number_cost(question: Question, n: int) -> QuestionCost:
+    """A randomized number's row of the planning table: its ε, the planned half-width of its mean's
+    interval with ``n`` answers at the widest spread of the true numbers (in the question's units), and
+    the design effect against asking it directly (the squared ratio of the two planned half-widths)."""
+    mechanism = question.mechanism()
+    randomized, direct = _number_margins(mechanism.design, mechanism.epsilon, mechanism.low, mechanism.high, n)
+    return QuestionCost(
+        question,
+        float(mechanism.epsilon),
+        None,
+        None,
+        (randomized / direct) ** 2,
+        margin_in_units=randomized,
+    )
+
+
+@functools.lru_cache(maxsize=FIGURES_KEPT)
+def _number_margins(design: str, epsilon: float, low: float, high: float, n: int) -> tuple[float, float]:
+    """The planned half-widths, randomized and asked directly (about 15 ms for both; kept per
+    design, ε, range and n, like the matrix designs' figures)."""
+    mechanism = DESIGNS[design].mechanism({"epsilon": epsilon}, bounds=(low, high))
+    return number_margin(n, low, high, PLANNING_LEVEL, mechanism), number_margin(n, low, high, PLANNING_LEVEL)
+
+
 def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None) -> float:
     """:meth:`Survey.total_epsilon` from the ε each design stored when it was made (the same number),
     without rebuilding any mechanism: for pages that show the total but nothing else of the designs.
@@ -255,7 +288,7 @@ def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:
     """One randomized question's planning figures at the survey's planning figures (what the build
     page fills a pending row with): bounded by one design's cost."""
-    if question.design is None:
+    if question.design is None or not question.is_randomized_option:  # (a randomized number's: to come)
         raise DomainError("planning.not_randomized", key=question.key)
     k = len(question.options)
     n, margin = survey.expected_respondents, survey.target_margin

@@ -2,7 +2,8 @@
 
 Each simulated respondent has true answers drawn from stated rates, which are then randomized by
 the very mechanisms stored on the questions (``Mechanism.randomize`` samples the way the browser
-does). The true shares among the simulated respondents are kept on each question, so the results
+does; a randomized number's ``NumberMechanism.randomize`` too). The true shares among the simulated
+respondents are kept on each question (a randomized number keeps their true mean), so the results
 page can show them beside the estimates.
 """
 
@@ -91,6 +92,16 @@ DEMO_SPEC: dict[str, Any] = {
             "maximum": 70,
             "required": False,
         },
+        {
+            "key": "drinks_last_week",
+            "kind": "rr_number",
+            "text": "How many alcoholic drinks did you have in the last seven days?",
+            "help_text": "Type the number as it is: your browser randomizes it before anything is sent.",
+            "minimum": 0,
+            "maximum": 30,
+            "privacy": {"design": "hybrid", "epsilon": 1.0},
+            "required": False,
+        },
     ],
 }
 
@@ -107,6 +118,11 @@ DEPENDENCE: dict[str, tuple[str, list[list[float]]]] = {
 #: of a negative binomial with this dispersion; drinking falls with age and is very unequal).
 NUMBERS: dict[str, tuple[str, list[float]]] = {"weekly_drinks": ("age_group", [6.0, 5.0, 3.5, 2.5])}
 NUMBER_DISPERSION = 1.2
+
+#: Randomized numbers' simulated true answers: key → (the share who had none, the mean of a negative
+#: binomial with :data:`NUMBER_DISPERSION` for the others), clamped to the range. With 0.35 and 7.0 on
+#: 0 to 30 the true mean is about 4.5; the results page shows the mean of the respondents drawn.
+RANDOMIZED_NUMBERS: dict[str, tuple[float, float]] = {"drinks_last_week": (0.35, 7.0)}
 
 #: A yes/no question whose "yes" follows a number: key → (the number question, intercept, slope) of
 #: P(yes) = σ(intercept + slope · number), so the regression page recovers a known slope.
@@ -143,6 +159,15 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
     while pending:  # each question after the one it depends on
         q = next(q for q in pending if _parent(q.key) is None or _parent(q.key) in truths)
         pending.remove(q)
+        if q.kind_entry.randomized_number:
+            none, mean = RANDOMIZED_NUMBERS[q.key]
+            chance = NUMBER_DISPERSION / (NUMBER_DISPERSION + mean)
+            drawn = rng.negative_binomial(NUMBER_DISPERSION, chance, respondents)
+            truth = np.clip(np.where(rng.random(respondents) < none, 0, drawn), q.minimum, q.maximum)
+            truths[q.key] = truth
+            reported[q.id] = q.mechanism().randomize(truth, rng)  # codes, drawn as the browser draws them
+            q.simulated_truth = [float(truth.mean())]  # the true mean among these respondents
+            continue
         if q.is_number:
             parent, means = NUMBERS[q.key]
             mean = np.asarray(means)[truths[parent]]

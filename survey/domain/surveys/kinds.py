@@ -14,7 +14,7 @@ entry in :data:`KIND_LIST` (docs/architecture.md, "Adding a kind"). tests/test_k
 code outside this module compares a kind's name.
 
     >>> [k.id for k in KIND_LIST if k.randomized]
-    ['yes_no', 'choice']
+    ['yes_no', 'choice', 'rr_number']
     >>> kind_of("number").check("42", "drinks", low=0, high=100)
     42
 """
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from survey.domain.errors import DomainError
+from survey.privacy.designs import DESIGNS
 
 __all__ = [
     "ANSWERS",
@@ -43,21 +44,26 @@ __all__ = [
     "PAIRED_KINDS",
     "RANDOMIZED_KINDS",
     "REGISTRY",
+    "REPORT",
     "SHARES",
     "Kind",
     "builder_blocks",
+    "builder_designs",
     "builder_kinds",
     "check_code",
     "check_number",
+    "check_report",
     "find_kind",
     "kind_of",
     "kinds_where",
 ]
 
 #: How an answer is stored (``Answer.value``): the code of an option (its row and column in the
-#: design's matrix), or the number answered itself.
-CODE, NUMBER = "code", "number"
-AnswerType = Literal["code", "number"]
+#: design's matrix), the number answered itself, or the code of a randomized number's report (a
+#: point of its mechanism's report grid: :mod:`survey.privacy.numeric`), checked against the
+#: mechanism's domain of reports, not the question's range.
+CODE, NUMBER, REPORT = "code", "number", "report"
+AnswerType = Literal["code", "number", "report"]
 
 #: Where a kind's options come from: fixed by the kind (yes and no), listed by the organizer, none.
 FIXED, LISTED, NONE = "fixed", "listed", "none"
@@ -98,6 +104,20 @@ def check_number(value: Any, key: str, low: int, high: int) -> int:
     return value
 
 
+def check_report(value: Any, key: str, reports: Any) -> int:
+    """A report code inside ``reports`` (a mechanism's domain of reports, with ``low`` and ``high``;
+    typed digits accepted); a DomainError otherwise."""
+    where = (*ANSWERS, key)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value.strip()):
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DomainError("answer.report_not_whole", path=where, key=key, value=value)
+    if reports is None or not reports.contains(value):
+        low, high = (reports.low, reports.high) if reports is not None else (0, 0)
+        raise DomainError("answer.report_out_of_range", path=where, key=key, value=value, low=low, high=high)
+    return value
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of question: what it is called, what its answer is, and where it goes.
@@ -106,7 +126,9 @@ class Kind:
     is :data:`SHARES` has one row per option in the estimates CSV, its options (in researcher codes)
     and design in the codebook, value labels (nominal) in the .sav/.dta files and a matrix in the
     R script; one whose result is :data:`NUMBERS` has one row (its mean), its range in the codebook,
-    no value labels (scale) and ``number = TRUE`` in the R script.
+    no value labels (scale) and ``number = TRUE`` in the R script. A randomized kind with a range
+    (:attr:`randomized_number`) reports a code of its mechanism's grid, exported in the question's
+    units (the mechanism's ``value_of``).
     """
 
     id: str
@@ -119,7 +141,7 @@ class Kind:
     randomized: bool
     #: Where its options come from (:data:`FIXED`, :data:`LISTED` or :data:`NONE`).
     options: OptionSource
-    #: How its answer is checked and stored (:data:`CODE` or :data:`NUMBER`).
+    #: How its answer is checked and stored (:data:`CODE`, :data:`NUMBER` or :data:`REPORT`).
     answer: AnswerType
     #: Whether its answers enter the pair tallies with other questions' (associations and comparisons).
     paired: bool
@@ -136,6 +158,9 @@ class Kind:
     layout: str = ""
     #: The macro of templates/respond/_answers.html that draws its answer on the respondent's page.
     template: str = "options"
+    #: Whether the builder's form offers it (its inputs and live preview exist there); a kind it does
+    #: not offer yet is made through a spec (the import, the demo, duplicating a survey).
+    in_builder: bool = True
 
     @property
     def has_options(self) -> bool:
@@ -149,8 +174,17 @@ class Kind:
 
     @property
     def ranged(self) -> bool:
-        """Whether it is answered by a whole number in a range (its ``minimum`` and ``maximum``)."""
-        return self.answer == NUMBER
+        """Whether it has a range (its ``minimum`` and ``maximum``): a number typed by the respondent,
+        sent as typed (:data:`NUMBER`) or randomized into a report code (:data:`REPORT`). Its answers
+        are tallied per value (or code), not per option."""
+        return self.answer in (NUMBER, REPORT)
+
+    @property
+    def randomized_number(self) -> bool:
+        """Whether its answer is a number randomized in the browser by a number mechanism
+        (:mod:`survey.privacy.numeric`): the page carries that mechanism's sampler, the answer is a
+        report code, and the mean is estimated from the tallies of codes."""
+        return self.answer == REPORT
 
     @property
     def builder_inputs(self) -> frozenset[str]:
@@ -164,9 +198,21 @@ class Kind:
             inputs.add("range")
         return frozenset(inputs)
 
-    def check(self, value: Any, key: str, *, k: int = 0, low: int | None = None, high: int | None = None) -> int:
-        """The value to store for the answer ``value`` to question ``key`` (of ``k`` options, or of
-        the range ``low`` .. ``high``), or a DomainError saying what is wrong."""
+    def check(
+        self,
+        value: Any,
+        key: str,
+        *,
+        k: int = 0,
+        low: int | None = None,
+        high: int | None = None,
+        reports: Any = None,
+    ) -> int:
+        """The value to store for the answer ``value`` to question ``key`` (of ``k`` options, of the
+        range ``low`` .. ``high``, or a report code in ``reports``, its mechanism's domain of reports),
+        or a DomainError saying what is wrong."""
+        if self.randomized_number:
+            return check_report(value, key, reports)
         if self.ranged:
             assert low is not None and high is not None, f"a {self.id} question has a range"
             return check_number(value, key, low, high)
@@ -236,6 +282,19 @@ KIND_LIST: tuple[Kind, ...] = (
         result=NUMBERS,
         template="number",
     ),
+    Kind(
+        id="rr_number",
+        name="Number, randomized",
+        choice="A number, protected by randomization",
+        randomized=True,
+        options=NONE,
+        answer=REPORT,
+        paired=False,
+        result=NUMBERS,
+        template="number",
+        # the builder's range-and-ε form and its planned margin (number_planning) are still to come
+        in_builder=False,
+    ),
 )
 
 #: id → kind, in the order the builder offers them.
@@ -273,6 +332,12 @@ def builder_blocks() -> dict[str, str]:
     form's ``data-show-for-kind`` attributes hold)."""
     blocks = ("options", "range", "privacy", "direct-note")
     return {block: " ".join(kinds_where(lambda k, b=block: b in k.builder_inputs)) for block in blocks}
+
+
+def builder_designs() -> dict[str, Any]:
+    """The designs the builder's form offers: those serving a kind it offers (:attr:`Kind.in_builder`),
+    id → design, in registry order."""
+    return {d.id: d for d in DESIGNS.values() if any(REGISTRY[k].in_builder for k in d.kinds if k in REGISTRY)}
 
 
 def builder_kinds() -> dict[str, dict[str, Any]]:

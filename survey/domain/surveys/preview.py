@@ -30,7 +30,7 @@ from survey.domain import validation
 from survey.domain.errors import DomainError, Path
 from survey.domain.messages import message
 from survey.domain.surveys.budget import planning_figures
-from survey.domain.surveys.kinds import FIXED, LISTED, find_kind, kind_of
+from survey.domain.surveys.kinds import FIXED, LISTED, builder_designs, find_kind, kind_of
 from survey.domain.surveys.planning import (
     DEFAULT_RESPONDENTS,
     DEFAULT_TARGET_MARGIN,
@@ -170,10 +170,11 @@ def _flag(value: Any) -> bool:
 
 def chosen_design(params: Mapping[str, Any]) -> Design:
     """The design ``params`` names, or a DomainError at ``("privacy", "design")``."""
-    design = DESIGNS.get(str(params.get("design") or ""))
+    offered = builder_designs()
+    design = offered.get(str(params.get("design") or ""))
     if design is None:
         raise HERE.error(
-            "preview.design_unknown", "privacy", "design", designs=", ".join(DESIGNS), design=params.get("design")
+            "preview.design_unknown", "privacy", "design", designs=", ".join(offered), design=params.get("design")
         )
     return design
 

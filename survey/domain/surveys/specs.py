@@ -97,11 +97,14 @@ def question_place(index: int, key: Any = None) -> Place:
     return Place(("questions", index), message("place.question", number=index + 1))
 
 
-def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
+def design_mechanism(
+    kind: str, labels: list[str], privacy: Any, place: Place = ALONE, bounds: tuple[int, int] | None = None
+) -> Mechanism:
     """The mechanism a question's privacy object describes, refused as the spec refuses it, except for
     the explicit consent a one-sided design needs (:func:`build_mechanism` adds that). The builder's
     live preview calls this too, so what it shows and what saving does cannot disagree: the same
-    message, at the same path below ``place``."""
+    message, at the same path below ``place``. A randomized number gives its range as ``bounds``
+    (its design is then a design of numbers, built on that range)."""
     if not isinstance(privacy, Mapping):
         raise place.error("spec.privacy_missing", "privacy", kind=kind)
     design = DESIGNS.get(privacy.get("design")) if isinstance(privacy.get("design"), str) else None
@@ -130,20 +133,24 @@ def design_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = 
         elif not validation.is_number(value):
             raise place.error("spec.not_number", "privacy", name, value=value)
     try:
-        mechanism = design.mechanism({k: v for k, v in privacy.items() if k not in PRIVACY_FLAGS}, labels)
+        mechanism = design.mechanism(
+            {k: v for k, v in privacy.items() if k not in PRIVACY_FLAGS}, labels, bounds=bounds
+        )
     except ParameterError as error:
         index = () if error.index is None else (error.index,)
         raise place.error("design.invalid", "privacy", error.parameter, *index, reason=str(error)) from None
     except ValueError as error:  # about the design as a whole (a singular matrix, ...)
         raise place.error("design.invalid", "privacy", reason=str(error)) from None
-    if mechanism.reveals_everything:
+    if getattr(mechanism, "reveals_everything", False):
         raise place.error("spec.reveals_everything", "privacy")
     return mechanism
 
 
-def build_mechanism(kind: str, labels: list[str], privacy: Any, place: Place = ALONE) -> Mechanism:
+def build_mechanism(
+    kind: str, labels: list[str], privacy: Any, place: Place = ALONE, bounds: tuple[int, int] | None = None
+) -> Mechanism:
     """The mechanism of a question's privacy object, with the consent an ε = ∞ design needs."""
-    mechanism = design_mechanism(kind, labels, privacy, place)
+    mechanism = design_mechanism(kind, labels, privacy, place, bounds)
     if math.isinf(mechanism.epsilon) and privacy.get("allow_one_sided") is not True:
         raise place.error("spec.one_sided", "privacy", "allow_one_sided")
     return mechanism
@@ -227,20 +234,24 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     return question
 
 
-#: The fields a number question has none of, and the error each one is refused with.
+#: The fields a number question has none of, and the error each one is refused with (a randomized
+#: number has privacy settings: :data:`NOT_FOR_RANDOMIZED_NUMBERS`).
 NOT_FOR_NUMBERS = {
     "options": "spec.number_has_no_options",
     "privacy": "spec.number_has_no_privacy",
     "simulated_truth": "spec.number_has_no_simulated_truth",
 }
+NOT_FOR_RANDOMIZED_NUMBERS = {k: v for k, v in NOT_FOR_NUMBERS.items() if k != "privacy"}
 
 
 def _ranged_question(
     raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
-    """A question answered by a whole number from ``minimum`` to ``maximum`` (a number question),
-    asked directly."""
-    for field, code in NOT_FOR_NUMBERS.items():
+    """A question answered by a number from ``minimum`` to ``maximum``: asked directly (a whole
+    number), or randomized in the browser by a design of numbers on that range (its privacy object
+    names the design and its ε)."""
+    refused = NOT_FOR_RANDOMIZED_NUMBERS if kind.randomized else NOT_FOR_NUMBERS
+    for field, code in refused.items():
         if raw.get(field) is not None:
             raise place.error(code, field)
     if "minimum" not in raw or "maximum" not in raw:
@@ -249,7 +260,7 @@ def _ranged_question(
     high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
     if high <= low:
         raise place.error("spec.range_reversed", "maximum", low=low)
-    return Question(
+    question = Question(
         position=index,
         key=key,
         kind=kind.id,
@@ -260,6 +271,11 @@ def _ranged_question(
         maximum=high,
         options=[],
     )
+    if kind.randomized:
+        privacy = raw.get("privacy")
+        mechanism = build_mechanism(kind.id, [], privacy, place, bounds=(low, high))
+        question.design = Design.from_mechanism(mechanism, dict(privacy))
+    return question
 
 
 def _slug(session: Session, title: str) -> str:

@@ -78,6 +78,22 @@ BROWSER_WORDS = {
         "option drawn at random with fixed chances."
     ),
     "custom": N_("Before anything is sent, your browser replaces your answer by a random draw that depends on it."),
+    "hybrid": N_(
+        "Before anything is sent, your browser replaces your number by a random number: usually one near it, "
+        "sometimes one of two numbers beyond the ends of the range. Only averages over many people are accurate."
+    ),
+    "duchi": N_(
+        "Before anything is sent, your browser replaces your number by one of two numbers beyond the ends of the "
+        "range, the nearer end more likely. Only averages over many people are accurate."
+    ),
+    "piecewise": N_(
+        "Before anything is sent, your browser replaces your number by a random number, more often one near it. "
+        "Only averages over many people are accurate."
+    ),
+    "laplace": N_(
+        "Before anything is sent, your browser adds random noise to your number. Only averages over many people "
+        "are accurate."
+    ),
 }
 
 
@@ -113,6 +129,11 @@ DESIGN_WORDS: dict[str, Callable[[Mechanism], str]] = {
     "unrelated_question": _coin_words,
     "grr": _grr_words,
     "forced_response": _forced_words,
+    # the designs of numbers: the same words whatever ε (ε is stated beside them)
+    "hybrid": lambda mechanism: BROWSER_WORDS["hybrid"],
+    "duchi": lambda mechanism: BROWSER_WORDS["duchi"],
+    "piecewise": lambda mechanism: BROWSER_WORDS["piecewise"],
+    "laplace": lambda mechanism: BROWSER_WORDS["laplace"],
 }
 
 
@@ -170,6 +191,9 @@ def deniability_line(mechanism: Mechanism, prior: float = 0.5) -> str:
     answers, so that a “no” is never promised more than it gets). The page says once, above the
     questions, that the line is about what is sent. A design that can give an answer away gets the
     full warning of :func:`deniability_sentence`."""
+    if not isinstance(mechanism, Mechanism):  # a number mechanism: the ε-LDP bound on any statement
+        high = posterior_bounds(mechanism.epsilon, prior)[1]
+        return f"Someone {percent(prior)} sure of anything about your number could become {_at_most(high)} sure."
     exposed, _, _ = _belief_bounds(mechanism, prior)
     if exposed is not None:
         return _warning(exposed)

@@ -26,7 +26,7 @@ from wtforms.fields.choices import SelectChoice
 
 from survey.domain.errors import DomainError, Path
 from survey.domain.models import Question, Survey
-from survey.domain.surveys.kinds import KIND_LIST, KINDS, LISTED, Kind, find_kind
+from survey.domain.surveys.kinds import KIND_LIST, KINDS, LISTED, Kind, builder_designs, find_kind
 from survey.domain.surveys.preview import chosen_design, input_for, plain_message, privacy_settings
 from survey.domain.validation import loose_number
 from survey.privacy.designs import DESIGNS, EPSILON, Design
@@ -34,7 +34,7 @@ from survey.privacy.designs import DESIGNS, EPSILON, Design
 from ..common import FormErrors
 
 #: One radio button per kind of the registry (survey.domain.surveys.kinds), in its order.
-KIND_CHOICES = [SelectChoice(kind.id, kind.choice) for kind in KIND_LIST]
+KIND_CHOICES = [SelectChoice(kind.id, kind.choice) for kind in KIND_LIST if kind.in_builder]
 EPSILON_CHOICE = SelectChoice(EPSILON.name, "ε (privacy loss)")
 ONE_SIDED_MESSAGE = (
     "This design has ε = ∞: some reports reveal the true answer, so only one answer is deniable. "
@@ -129,7 +129,7 @@ def parameter_inputs() -> list[ParameterInput]:
     """The privacy inputs the registry's designs need, level inputs first, in registry order."""
     inputs: dict[str, ParameterInput] = {}
     for role in ("level", "other"):
-        for design in DESIGNS.values():
+        for design in builder_designs().values():
             parameters = [design.level] if role == "level" else list(design.others)
             for p in parameters:
                 item = inputs.setdefault(
@@ -148,8 +148,8 @@ def parameter_inputs() -> list[ParameterInput]:
 
 def set_by_designs() -> dict[str, list[str]]:
     """For each way of setting the level (ε, or an input), the designs it applies to."""
-    ways: dict[str, list[str]] = {EPSILON.name: list(DESIGNS)}
-    for design in DESIGNS.values():
+    ways: dict[str, list[str]] = {EPSILON.name: list(builder_designs())}
+    for design in builder_designs().values():
         ways.setdefault(design.level.field, []).append(design.id)
     return ways
 
@@ -198,7 +198,7 @@ class QuestionForm(BuilderForm):
         form_class = type("QuestionForm", (cls,), fields)
         form = form_class(formdata=formdata, data=data) if data else form_class(formdata=formdata)
         form.inputs = inputs
-        form.design.choices = [SelectChoice(d.id, d.name) for d in DESIGNS.values()]
+        form.design.choices = [SelectChoice(d.id, d.name) for d in builder_designs().values()]
         labels = {item.name: item.label for item in inputs if item.level}
         form.set_by.choices = [EPSILON_CHOICE, *(SelectChoice(name, label) for name, label in labels.items())]
         return form

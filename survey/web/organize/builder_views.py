@@ -190,7 +190,7 @@ def _render_question(
             preview=shown,
             frozen=not survey.is_draft,
             total_epsilon=epsilon_text(total),
-            designs_by_kind=kinds_served(),
+            designs_by_kind={k: ids for k, ids in kinds_served().items() if REGISTRY[k].in_builder},
             builder_kinds=builder_kinds(),
             show_for=builder_blocks(),
             set_by_designs=set_by_designs(),

@@ -34,7 +34,7 @@ COLUMN_LABEL = 20
 @dataclass
 class QuestionView:
     question: Question
-    mechanism: Mechanism | None
+    mechanism: Mechanism | Randomizer | None
 
     @property
     def key(self) -> str:
@@ -78,7 +78,8 @@ class QuestionView:
 
     @property
     def number(self) -> bool:
-        """Whether its answer is a number typed (the browser then checks the range before sending)."""
+        """Whether its answer is a number typed: asked directly, the browser checks the range before
+        sending it; randomized, it clamps it to the range and sends only the code it draws from it."""
         return self.kind.ranged
 
     @property
@@ -128,6 +129,12 @@ class SurveyPage:
     @property
     def randomized(self) -> list[QuestionView]:
         return [q for q in self.questions if q.randomized]
+
+    @property
+    def randomized_numbers(self) -> list[QuestionView]:
+        """The questions whose answer is a number randomized by a number mechanism (the page then
+        loads the number sampler, static/js/respond/numbers.js)."""
+        return [q for q in self.questions if q.kind.randomized_number]
 
     @property
     def direct(self) -> list[QuestionView]:

@@ -395,7 +395,7 @@ def anytime_api(slug: str):
     except DomainError as e:
         return json_error(e)
     document = result.to_dict()
-    question = next(q for q in survey.randomized_questions if q.key == args.get("question"))
+    question = next(q for q in survey.randomized_option_questions if q.key == args.get("question"))
     document["category"] = researcher_code(question, result.category)
     return jsonify({"question": question.key, **document})
 
