@@ -297,6 +297,10 @@ def test_every_page_and_download_of_a_survey_with_a_randomized_number_works(sign
     ):
         response = signed_in.get(url)
         assert response.status_code == 200, (url, response.status_code, response.get_data(as_text=True)[:2000])
+    # the live API gives the randomized number its live interval, which holds its estimate
+    live = next(m for m in signed_in.get("/api/surveys/drinks/live").get_json()["numbers"] if m["key"] == "drinks")
+    assert live["n"] == len(codes) and live["interval_method"] == "betting"
+    assert live["live_low"] <= live["mean"] <= live["live_high"]
 
 
 def test_the_microdata_give_the_report_in_the_questions_units(signed_in, drinks, tmp_path):

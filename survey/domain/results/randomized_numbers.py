@@ -18,10 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from survey.domain.models import Question
+from survey.domain.results.numbers import LIVE_TUNED_FOR
 from survey.domain.surveys.wording import epsilon_text
-from survey.privacy.bounded import MeanInterval
+from survey.privacy.bounded import MeanInterval, mean_interval
 from survey.privacy.designs import design_name
+from survey.privacy.numeric import GRID_STEPS
 
 __all__ = ["RandomizedNumberSummary", "summarize_reports"]
 
@@ -36,6 +40,10 @@ class RandomizedNumberSummary:
     n: int
     interval: MeanInterval | None
     level: float
+    #: The live interval (valid at every look): the betting interval with its bets tuned for
+    #: :data:`~survey.domain.results.numbers.LIVE_TUNED_FOR` answers, as a direct number's; None for
+    #: Laplace, whose reports have no bound, and before the first report.
+    live: MeanInterval | None = None
 
     @property
     def mean(self) -> float | None:
@@ -71,6 +79,20 @@ class RandomizedNumberSummary:
     def design_name(self) -> str:
         return design_name(self.mechanism.design)
 
+    def live_dict(self) -> dict[str, Any]:
+        """The mean's live interval, as the live API gives it beside the other questions'."""
+        q = self.question
+        return {
+            "key": q.key,
+            "n": self.n,
+            "range": {"minimum": q.minimum, "maximum": q.maximum},
+            "mean": self.mean,
+            "live_low": None if self.live is None else self.live.low,
+            "live_high": None if self.live is None else self.live.high,
+            "tuned_for": LIVE_TUNED_FOR,
+            "interval_method": "" if self.live is None else self.live.method,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         q = self.question
         return {
@@ -103,10 +125,15 @@ def summarize_reports(
     mechanism = mechanism if mechanism is not None else question.mechanism()
     kept = {int(code): int(n) for code, n in counts.items() if n > 0}
     n = sum(kept.values())
-    interval = None
+    interval = live = None
     if n > 0:
         try:
             interval = mechanism.estimate(kept, level)
         except ValueError:  # the normal interval of a single report
             interval = None
-    return RandomizedNumberSummary(question, mechanism, n, interval, level)
+        if math.isfinite(mechanism.bound):
+            codes = np.array(sorted(kept))
+            low, high = (float(v) for v in mechanism.value_of([0, GRID_STEPS]))
+            weights = [kept[int(c)] for c in codes]
+            live = mean_interval(mechanism.value_of(codes), weights, low, high, level, tuned_for=LIVE_TUNED_FOR)
+    return RandomizedNumberSummary(question, mechanism, n, interval, level, live)
