@@ -54,6 +54,17 @@ WARNER = {
     "set_by": "truth_probability",
     "truth_probability": "0.8",
 }
+#: The builder's form for a number randomized by the hybrid design at ε = 1 on 0 .. 30.
+RR_NUMBER = {
+    "kind": "rr_number",
+    "text": "How many drinks did you have last week?",
+    "required": "y",
+    "minimum": "0",
+    "maximum": "30",
+    "design": "hybrid",
+    "set_by": "epsilon",
+    "epsilon": "1",
+}
 ONE_SIDED = {
     **YES_NO,
     "text": "One-sided?",
@@ -440,7 +451,16 @@ def _core_error(build) -> str:
 
 
 PREVIEW_ERRORS = [
-    ({"design": "laplace", "epsilon": "1"}, "design", None),
+    ({"design": "nonesuch", "epsilon": "1"}, "design", None),
+    ({"design": "laplace", "kind": "choice", "k": "3", "epsilon": "1"}, "design", None),
+    ({"design": "grr", "kind": "rr_number", "minimum": "0", "maximum": "30", "epsilon": "1"}, "design", None),
+    # a randomized number: its range (the spec's rule) and its ε (at most NUMBER_EPSILON_MAX)
+    ({"design": "laplace", "epsilon": "1"}, "minimum", None),
+    ({"design": "hybrid", "minimum": "0", "maximum": "0", "epsilon": "1"}, "maximum", None),
+    ({"design": "hybrid", "minimum": "zero", "maximum": "30", "epsilon": "1"}, "minimum", None),
+    ({"design": "duchi", "minimum": "0", "maximum": "30", "epsilon": "25"}, "epsilon", None),
+    ({"design": "piecewise", "minimum": "0", "maximum": "30", "epsilon": "0"}, "epsilon", None),
+    ({"design": "hybrid", "minimum": "0", "maximum": "30"}, "epsilon", None),
     ({"design": "coin_flip", "kind": "choice", "k": "3", "epsilon": "1"}, "design", None),
     ({"design": "grr", "k": "4", "epsilon": "0"}, "epsilon", _core_error(lambda: GeneralizedRR(4, epsilon=0.0))),
     ({"design": "coin_flip", "epsilon": "abc"}, "epsilon", _core_error(lambda: CoinFlip.from_epsilon("abc"))),
@@ -529,7 +549,9 @@ def spec_accepts(app, kind: str, design: Design) -> bool:
         "text": "?",
         "privacy": design.from_level("epsilon", 1.0, others, len(labels)),
     }
-    if kind != "yes_no":
+    if kind == "rr_number":
+        question["minimum"], question["maximum"] = 0, 30
+    elif kind != "yes_no":
         question["options"] = labels
     with app.app_context():
         try:
@@ -545,24 +567,25 @@ def test_the_builder_offers_every_design_the_spec_accepts_for_each_kind(app, sig
     """The builder offered coin flip, Warner and GRR only, although the spec also accepted forced
     response and the unrelated question. Now both read the registry."""
     designs, by_kind = offered(signed_in.get(f"/surveys/{draft}/questions/new").text)
-    # every design serving a kind the builder offers (the randomized number is made by spec for now)
-    assert designs == set(builder_designs()) == {d.id for d in DESIGNS.values() if not d.numbers}
-    for kind in ("yes_no", "choice"):
+    # every design serving a kind the builder offers: the randomized number's designs of numbers too
+    assert designs == set(builder_designs()) == set(DESIGNS)
+    for kind in ("yes_no", "choice", "rr_number"):
         accepted = [d.id for d in DESIGNS.values() if spec_accepts(app, kind, d)]
         assert by_kind[kind] == accepted, kind
-    assert set(by_kind["yes_no"]) | set(by_kind["choice"]) == set(builder_designs())
-    assert "rr_number" not in by_kind
+    assert by_kind["rr_number"] == [d.id for d in DESIGNS.values() if d.numbers]
+    assert set(by_kind["yes_no"]) | set(by_kind["choice"]) | set(by_kind["rr_number"]) == set(builder_designs())
 
 
 def _form_for(design: Design, kind: str) -> dict:
-    data = {**(YES_NO if kind == "yes_no" else CHOICE), "design": design.id, "set_by": "epsilon", "epsilon": "1.5"}
+    base = {"yes_no": YES_NO, "rr_number": RR_NUMBER}.get(kind, CHOICE)
+    data = {**base, "design": design.id, "set_by": "epsilon", "epsilon": "1.5"}
     data["text"] = f"{design.id} on {kind}?"
     for p in design.others:
         data[p.field] = "0.3" if p.default is None else str(p.default)
     return data
 
 
-@pytest.mark.parametrize("kind", ["yes_no", "choice"])
+@pytest.mark.parametrize("kind", ["yes_no", "choice", "rr_number"])
 def test_every_design_a_kind_is_offered_is_saved_through_the_builder(app, signed_in, draft, kind):
     for design in DESIGNS.values():
         if kind in design.kinds:
@@ -790,3 +813,132 @@ def test_a_number_question_is_added_with_its_range_and_a_bad_range_is_shown_on_i
     assert 'value="16"' in control(shown, "minimum") and 'value="99"' in control(shown, "maximum")
     assert signed_in.post(f"/surveys/{draft}/questions/q1/edit", data=NUMBER).status_code == 303
     assert snapshot(app, draft)["questions"] == [question]
+
+
+# -- a randomized number -----------------------------------------------------------------------------
+
+
+def _stored_survey(app, slug: str):
+    return db.session.scalar(select(Survey).where(Survey.slug == slug))
+
+
+def test_a_randomized_number_is_built_through_the_form_edited_and_kept(app, signed_in, draft):
+    """The kind's range and privacy blocks are on the form; saving goes through the spec's
+    question_from_spec (the same stored design as the spec gives), and saving the edit form
+    unchanged changes nothing, nor does an ε changed on the draft leave anything stale."""
+    page = signed_in.get(f"/surveys/{draft}/questions/new").text
+    assert 'value="rr_number"' in page
+    for block in ("range-block", "privacy-block"):
+        shown_for = re.search(rf'data-show-for-kind="([^"]*)" id="{block}"', page)
+        assert shown_for and "rr_number" in shown_for.group(1).split(), block
+    add(signed_in, draft, {**RR_NUMBER, "epsilon": "1.25"})
+    (question,) = snapshot(app, draft)["questions"]
+    assert (question["kind"], question["minimum"], question["maximum"]) == ("rr_number", 0, 30)
+    assert question["privacy"] == {"design": "hybrid", "epsilon": 1.25}
+    assert question["design"]["name"] == "hybrid" and question["design"]["epsilon"] == 1.25
+    assert "options" not in question and question["codes"] == []
+    with app.app_context():
+        spec = create_survey_from_spec(
+            db.session,
+            {
+                "title": "T",
+                "questions": [
+                    {
+                        "key": "q1",
+                        "kind": "rr_number",
+                        "text": "?",
+                        "minimum": 0,
+                        "maximum": 30,
+                        "privacy": {"design": "hybrid", "epsilon": 1.25},
+                    }
+                ],
+            },
+        )
+        from_spec = spec.questions[0].design
+        assert (from_spec.mechanism_name, from_spec.parameters, from_spec.epsilon) == (
+            "hybrid",
+            question["design"]["parameters"],
+            1.25,
+        )
+        db.session.rollback()
+    url = f"/surveys/{draft}/questions/q1/edit"
+    shown = FormValues.of(signed_in, url)
+    assert (shown["kind"], shown["design"], shown["minimum"], shown["maximum"]) == ("rr_number", "hybrid", "0", "30")
+    assert float(shown["epsilon"]) == 1.25
+    assert signed_in.post(url, data=shown).status_code == 303
+    assert snapshot(app, draft)["questions"] == [question]
+    assert (
+        signed_in.post(url, data={**shown, "design": "laplace", "epsilon": "0.5", "maximum": "60"}).status_code == 303
+    )
+    (changed,) = snapshot(app, draft)["questions"]
+    assert changed["privacy"] == {"design": "laplace", "epsilon": 0.5} and changed["maximum"] == 60
+
+
+def test_a_randomized_numbers_bad_range_or_epsilon_is_shown_on_its_field(app, signed_in, draft):
+    for data, field, message in [
+        ({**RR_NUMBER, "maximum": "0"}, "maximum", "above the minimum"),
+        ({**RR_NUMBER, "minimum": "none"}, "minimum", "whole number"),
+        ({**RR_NUMBER, "epsilon": "25"}, "epsilon", "at most 20"),
+        ({**RR_NUMBER, "epsilon": "0"}, "epsilon", "greater than 0"),
+        ({**RR_NUMBER, "epsilon": ""}, "epsilon", "Type ε"),
+        ({**RR_NUMBER, "design": "grr"}, "design", "hybrid, duchi, piecewise, laplace"),
+    ]:
+        html = add(signed_in, draft, data, status=400).text
+        assert message in unescape(field_error(html, field)), (field, message)
+        assert invalid_fields(html) == {field}, (field, invalid_fields(html))
+    assert snapshot(app, draft)["questions"] == []
+
+
+def test_an_opened_surveys_randomized_number_refuses_design_changes(app, signed_in, draft):
+    add(signed_in, draft, RR_NUMBER)
+    url = f"/surveys/{draft}/questions/q1/edit"
+    shown = FormValues.of(signed_in, url)
+    with app.app_context():
+        _stored_survey(app, draft).status = "open"
+        db.session.commit()
+    before = snapshot(app, draft)
+    for change in ({"design": "duchi"}, {"epsilon": "2"}, {"minimum": "1"}, {"maximum": "31"}):
+        response = signed_in.post(url, data={**shown, **change})
+        assert response.status_code == 409, change
+        assert Frozen().message in unescape(response.text)
+        assert snapshot(app, draft) == before, change
+    corrected = signed_in.post(url, data={"text": "Drinks last week?"})
+    assert corrected.status_code == 303
+    (question,) = snapshot(app, draft)["questions"]
+    assert question["text"] == "Drinks last week?" and question["design"] == before["questions"][0]["design"]
+
+
+@pytest.mark.parametrize("design", ["hybrid", "duchi", "piecewise", "laplace"])
+def test_the_preview_of_a_randomized_number_gives_number_margins_figures(signed_in, design):
+    from survey.privacy.designs import NUMBER_EPSILON_MAX
+    from survey.privacy.number_planning import number_margin
+
+    data = preview(signed_in, design=design, kind="rr_number", minimum="-10", maximum="50", epsilon="1.5", n="800")
+    mechanism = DESIGNS[design].mechanism({"epsilon": 1.5}, bounds=(-10, 50))
+    planned = number_margin(800, -10, 50, mechanism=mechanism)
+    direct = number_margin(800, -10, 50)
+    assert data["ok"] is True and data["result"] == "numbers" and data["design"] == design
+    assert data["epsilon"] == 1.5 and data["epsilon_text"] == "1.50" and data["n"] == 800
+    assert data["margin_in_units"] == pytest.approx(planned, rel=1e-12)
+    assert data["direct_margin_in_units"] == pytest.approx(direct, rel=1e-12)
+    assert data["design_effect"] == pytest.approx((planned / direct) ** 2, rel=1e-12)
+    assert data["margin_text"] == f"±{planned:.2f}" and data["direct_margin_text"] == f"±{direct:.2f}"
+    assert planned > direct
+    assert data["deniability"] == deniability_sentence(mechanism) and "at most 82%" in data["deniability"]
+    assert data["description"] == describe_design(mechanism)
+    top = preview(signed_in, design=design, kind="rr_number", minimum="0", maximum="1", epsilon=str(NUMBER_EPSILON_MAX))
+    assert top["ok"] is True
+
+
+def test_the_question_page_of_a_randomized_number_shows_its_preview_without_javascript(signed_in, draft):
+    from survey.domain.surveys.planning import DEFAULT_RESPONDENTS
+    from survey.privacy.number_planning import number_margin
+
+    add(signed_in, draft, RR_NUMBER)
+    page = signed_in.get(f"/surveys/{draft}/questions/q1/edit").text
+    mechanism = DESIGNS["hybrid"].mechanism({"epsilon": 1}, bounds=(0, 30))
+    planned = number_margin(DEFAULT_RESPONDENTS, 0, 30, mechanism=mechanism)
+    numbers = re.search(r'<div data-for-result="numbers"( hidden)?>(.*?)</div>', page, re.S)
+    assert numbers and numbers.group(1) is None and f"±{planned:.2f}" in numbers.group(2)
+    assert re.search(r'<div data-for-result="shares" hidden>', page)
+    assert re.search(r'id="set-by-block"', page)

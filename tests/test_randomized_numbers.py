@@ -371,8 +371,8 @@ def test_the_demo_estimates_the_mean_of_its_randomized_number(app):
 
 
 def test_a_draft_with_a_randomized_number_is_built_and_its_question_shown(signed_in, user):
-    """The builder does not make this kind yet (Kind.in_builder), but a draft imported with one shows
-    it, with its range, and saving its edit page unchanged keeps it."""
+    """A draft imported with one shows it, with its range, and saving its edit page unchanged keeps
+    it (tests/test_builder.py builds one through the form)."""
     add_survey(signed_in.application, {**SPEC, "status": "draft", "questions": [DRINKS]})
     build = signed_in.get("/surveys/drinks/build")
     assert build.status_code == 200

@@ -151,9 +151,10 @@ class Design:
         return frozenset(names | {"epsilon"} if self.epsilon_in_spec else names)
 
     def parameter(self, name: str) -> Parameter | None:
-        """The parameter called ``name`` in the spec (ε included), if the design has it."""
+        """The parameter called ``name`` in the spec (ε included: a design set by ε alone has its own,
+        with its own bounds), if the design has it."""
         if name == EPSILON.name:
-            return EPSILON
+            return self.level if self.level.name == EPSILON.name else EPSILON
         return next((p for p in self.parameters if p.name == name), None)
 
     def from_level(self, set_by: str, value: Any, others: Mapping[str, Any], k: int) -> dict[str, Any]:

@@ -8,8 +8,10 @@
  * server from its registry of designs (data-designs, data-input, data-level), so this script holds
  * no list of designs or parameters. Nor of kinds: what it needs of each (randomized or not, how many
  * options when they are not listed) is written on the form (data-kinds) from the registry of kinds,
- * and which blocks each kind shows (data-show-for-kind). Without it the form still works: the server renders the
- * preview on every page load.
+ * and which blocks each kind shows (data-show-for-kind). A kind with a range (a randomized number) sends
+ * its range instead of a number of options, and its figures (the mean's planned half-width in its
+ * units, beside asking directly) go to the rows marked data-for-result="numbers". Without it the
+ * form still works: the server renders the preview on every page load.
  */
 (function () {
   "use strict";
@@ -93,11 +95,17 @@
     var query = new URLSearchParams({
       design: design,
       kind: kind,
-      k: kinds[kind] && kinds[kind].options !== null ? String(kinds[kind].options) : String(optionCount()),
       n: form.dataset.n,
       margin: form.dataset.margin,
       allow_one_sided: value("allow_one_sided")
     });
+    if (kinds[kind] && kinds[kind].ranged) {
+      /* a number randomized on its range: the range instead of a number of options */
+      query.set("minimum", value("minimum"));
+      query.set("maximum", value("maximum"));
+    } else {
+      query.set("k", kinds[kind] && kinds[kind].options !== null ? String(kinds[kind].options) : String(optionCount()));
+    }
     query.set("set_by", way);
     query.set(way, value(way));
     form.querySelectorAll("[data-input]:not([data-level])").forEach(function (el) {
@@ -151,10 +159,19 @@
   function show(data) {
     piece("error").hidden = true;
     markInvalid(null);
+    var result = data.result || "shares";
+    region.querySelectorAll("[data-for-result]").forEach(function (el) {
+      el.hidden = el.dataset.forResult !== result;
+    });
     setText("epsilon", data.epsilon_text);
     setText("derived", data.derived.text);
-    setText("margin", data.margin_text);
-    setText("needed", data.respondents_needed_text);
+    if (result === "numbers") {
+      setText("number-margin", data.margin_text);
+      setText("direct-margin", data.direct_margin_text);
+    } else {
+      setText("margin", data.margin_text);
+      setText("needed", data.respondents_needed_text);
+    }
     setText("design-effect", data.design_effect_text);
     setText("deniability", data.deniability);
     setText("description", data.description);

@@ -238,7 +238,7 @@ def number_cost(question: Question, n: int) -> QuestionCost:
     interval with ``n`` answers at the widest spread of the true numbers (in the question's units), and
     the design effect against asking it directly (the squared ratio of the two planned half-widths)."""
     mechanism = question.mechanism()
-    randomized, direct = _number_margins(mechanism.design, mechanism.epsilon, mechanism.low, mechanism.high, n)
+    randomized, direct = number_margins(mechanism.design, mechanism.epsilon, mechanism.low, mechanism.high, n)
     return QuestionCost(
         question,
         float(mechanism.epsilon),
@@ -250,9 +250,10 @@ def number_cost(question: Question, n: int) -> QuestionCost:
 
 
 @functools.lru_cache(maxsize=FIGURES_KEPT)
-def _number_margins(design: str, epsilon: float, low: float, high: float, n: int) -> tuple[float, float]:
+def number_margins(design: str, epsilon: float, low: float, high: float, n: int) -> tuple[float, float]:
     """The planned half-widths, randomized and asked directly (about 15 ms for both; kept per
-    design, ε, range and n, like the matrix designs' figures)."""
+    design, ε, range and n, like the matrix designs' figures): the build page's plan and the
+    builder's live preview both read them."""
     mechanism = DESIGNS[design].mechanism({"epsilon": epsilon}, bounds=(low, high))
     return number_margin(n, low, high, PLANNING_LEVEL, mechanism), number_margin(n, low, high, PLANNING_LEVEL)
 

@@ -292,8 +292,6 @@ KIND_LIST: tuple[Kind, ...] = (
         paired=False,
         result=NUMBERS,
         template="number",
-        # the builder's range-and-ε form and its planned margin (number_planning) are still to come
-        in_builder=False,
     ),
 )
 
@@ -341,8 +339,14 @@ def builder_designs() -> dict[str, Any]:
 
 
 def builder_kinds() -> dict[str, dict[str, Any]]:
-    """What the builder's script needs of each kind: whether it is randomized, and how many options
-    it has when they are not listed (None: count the organizer's list)."""
+    """What the builder's script needs of each kind: whether it is randomized, how many options it
+    has when they are not listed (None: count the organizer's list), and whether it has a range
+    (the preview is then sent the range instead of a number of options)."""
     return {
-        k.id: {"randomized": k.randomized, "options": None if k.options == LISTED else len(k.labels)} for k in KIND_LIST
+        k.id: {
+            "randomized": k.randomized,
+            "options": None if k.options == LISTED else len(k.labels),
+            "ranged": k.ranged,
+        }
+        for k in KIND_LIST
     }

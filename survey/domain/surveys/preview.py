@@ -29,7 +29,7 @@ from typing import Any
 from survey.domain import validation
 from survey.domain.errors import DomainError, Path
 from survey.domain.messages import message
-from survey.domain.surveys.budget import planning_figures
+from survey.domain.surveys.budget import number_margins, planning_figures
 from survey.domain.surveys.kinds import FIXED, LISTED, builder_designs, find_kind, kind_of
 from survey.domain.surveys.planning import (
     DEFAULT_RESPONDENTS,
@@ -38,9 +38,9 @@ from survey.domain.surveys.planning import (
     TARGET_MARGIN_RULE,
     target_margin_ok,
 )
-from survey.domain.surveys.specs import MAX_OPTIONS, design_mechanism
+from survey.domain.surveys.specs import MAX_OPTIONS, design_mechanism, number_range
 from survey.domain.surveys.wording import deniability_sentence, describe_design, epsilon_text
-from survey.domain.validation import Place
+from survey.domain.validation import Place, loose_number
 from survey.privacy import Mechanism
 from survey.privacy.designs import DESIGNS, EPSILON, KINDS, Design, design_name
 from survey.privacy.mechanisms import ParameterError
@@ -52,7 +52,13 @@ ONE_SIDED_WARNING = (
 )
 HERE = Place()
 #: Inputs that are no design parameter, by the path their errors carry.
-OWN_INPUTS: dict[Path, str] = {("privacy", "design"): "design", ("kind",): "kind", ("options",): "k"}
+OWN_INPUTS: dict[Path, str] = {
+    ("privacy", "design"): "design",
+    ("kind",): "kind",
+    ("options",): "k",
+    ("minimum",): "minimum",
+    ("maximum",): "maximum",
+}
 
 
 def default_kind(design: Design) -> str:
@@ -226,14 +232,17 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
 
     ``params``: ``design``, ``kind`` (optional), ``k`` (options), exactly one of ``epsilon`` and the
     design's level input, its other parameters' inputs, ``n`` (expected respondents), ``margin``
-    (target), ``allow_one_sided``. Raises :class:`DomainError` for input that describes no valid
-    design (:func:`input_for` names the input).
+    (target), ``allow_one_sided``. A randomized number (kind ``rr_number``) takes ``minimum`` and
+    ``maximum`` instead of ``k``, ε alone, and ``n``: :func:`describe_number`. Raises
+    :class:`DomainError` for input that describes no valid design (:func:`input_for` names the input).
     """
     design = chosen_design(params)
     kind = str(params.get("kind") or default_kind(design))
     if kind not in KINDS or kind not in design.kinds:
         raise HERE.error("preview.design_not_for_kind", "privacy", "design", kind=kind, design=design.id)
     entry = kind_of(kind)
+    if entry.randomized_number:
+        return _number_preview(params, design, kind)
     k = (
         len(entry.labels)
         if entry.options == FIXED
@@ -255,6 +264,61 @@ def preview(params: Mapping[str, Any]) -> dict[str, Any]:
     )
     mechanism = design_mechanism(kind, labels_for(kind, k), privacy, HERE)
     return describe(mechanism, set_by=set_by, n=n, margin=margin, allow_one_sided=allowed)
+
+
+def _number_preview(params: Mapping[str, Any], design: Design, kind: str) -> dict[str, Any]:
+    """The preview of a randomized number: its range checked by the spec's rule
+    (:func:`~survey.domain.surveys.specs.number_range`), its design built on that range at the ε
+    typed, and its planned half-width at ``n`` answers."""
+    low, high = number_range({name: loose_number(params.get(name)) for name in ("minimum", "maximum")}, HERE)
+    n = _whole(params.get("n"), DEFAULT_RESPONDENTS, HERE, "n", low=1, high=MAX_RESPONDENTS, what="n")
+    privacy = privacy_settings(design, set_by=EPSILON.name, level=params.get(EPSILON.name), others={}, k=2)
+    mechanism = design_mechanism(kind, [], privacy, HERE, bounds=(low, high))
+    return describe_number(mechanism, n=n)
+
+
+def units_text(margin: float) -> str:
+    """±4.37 (a mean's half-width, in the question's units, as the build page's plan shows it)."""
+    return f"±{margin:.2f}"
+
+
+def describe_number(mechanism: Any, *, n: int) -> dict[str, Any]:
+    """The preview of a built number mechanism: its ε, what it means for a respondent, and the
+    planned half-width of the mean's 95% interval with ``n`` answers at the widest spread of the
+    true numbers (:func:`survey.privacy.number_planning.number_margin`, in the question's units),
+    beside asking the number directly, and the design effect (their squared ratio). The two
+    half-widths are kept per design, ε, range and ``n`` (:func:`~survey.domain.surveys.budget.number_margins`)."""
+    eps = float(mechanism.epsilon)
+    randomized, direct = number_margins(mechanism.design, eps, mechanism.low, mechanism.high, n)
+    effect = (randomized / direct) ** 2
+    return {
+        "ok": True,
+        "result": "numbers",
+        "design": mechanism.design,
+        "design_name": design_name(mechanism.design),
+        "minimum": mechanism.low,
+        "maximum": mechanism.high,
+        "epsilon": eps,
+        "epsilon_infinite": False,
+        "epsilon_text": epsilon_text(eps),
+        "parameters": {EPSILON.name: eps},
+        "set_by": EPSILON.name,
+        # set by ε alone: nothing follows from it
+        "derived": {"name": EPSILON.name, "value": eps, "text": "", "input": ""},
+        "deniability": deniability_sentence(mechanism),
+        "description": describe_design(mechanism),
+        "n": n,
+        "margin_in_units": randomized,
+        "direct_margin_in_units": direct,
+        "design_effect": effect,
+        "margin_text": units_text(randomized),
+        "direct_margin_text": units_text(direct),
+        "respondents_needed_text": "",
+        "design_effect_text": times_text(effect),
+        "one_sided": False,
+        "one_sided_allowed": False,
+        "one_sided_warning": None,
+    }
 
 
 # -- words for the numbers ---------------------------------------------------------------------------

@@ -244,6 +244,18 @@ NOT_FOR_NUMBERS = {
 NOT_FOR_RANDOMIZED_NUMBERS = {k: v for k, v in NOT_FOR_NUMBERS.items() if k != "privacy"}
 
 
+def number_range(raw: Mapping[str, Any], place: Place = ALONE) -> tuple[int, int]:
+    """A ranged question's ``minimum`` and ``maximum``: whole numbers within ±NUMBER_LIMIT, the
+    maximum above the minimum (the builder's live preview checks a range with this too)."""
+    if "minimum" not in raw or "maximum" not in raw:
+        raise place.error("spec.range_missing", "minimum" if "minimum" not in raw else "maximum")
+    low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    if high <= low:
+        raise place.error("spec.range_reversed", "maximum", low=low)
+    return low, high
+
+
 def _ranged_question(
     raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
@@ -254,12 +266,7 @@ def _ranged_question(
     for field, code in refused.items():
         if raw.get(field) is not None:
             raise place.error(code, field)
-    if "minimum" not in raw or "maximum" not in raw:
-        raise place.error("spec.range_missing", "minimum" if "minimum" not in raw else "maximum")
-    low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
-    high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
-    if high <= low:
-        raise place.error("spec.range_reversed", "maximum", low=low)
+    low, high = number_range(raw, place)
     question = Question(
         position=index,
         key=key,

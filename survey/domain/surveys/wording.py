@@ -170,7 +170,16 @@ def _warning(exposed: str) -> str:
 
 
 def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
-    """“Someone who was 50% sure you answered yes can become at most 75% sure.” (the builder's preview)"""
+    """“Someone who was 50% sure you answered yes can become at most 75% sure.” (the builder's preview)
+    A number mechanism is told the bound ε-LDP puts on any statement about the number
+    (:func:`~survey.privacy.deniability.posterior_bounds`)."""
+    if not isinstance(mechanism, Mechanism):
+        low, high = posterior_bounds(mechanism.epsilon, prior)
+        return (
+            f"Someone who was {percent(prior)} sure of anything about your number (that it is above some value, "
+            f"say) can, after seeing what is sent, become {_at_most(high)} sure (and at least "
+            f"{percent_at_least(low)})."
+        )
     exposed, high, low = _belief_bounds(mechanism, prior)
     if exposed is not None:
         return _warning(exposed)

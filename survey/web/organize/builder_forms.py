@@ -132,6 +132,8 @@ def parameter_inputs() -> list[ParameterInput]:
         for design in builder_designs().values():
             parameters = [design.level] if role == "level" else list(design.others)
             for p in parameters:
+                if p.field == EPSILON.name:  # a design set by ε alone (a number's): the form's own ε input
+                    continue
                 item = inputs.setdefault(
                     p.field,
                     ParameterInput(p.field, p.label, role == "level", p.per_option, p.low, p.high, p.default),
@@ -150,8 +152,15 @@ def set_by_designs() -> dict[str, list[str]]:
     """For each way of setting the level (ε, or an input), the designs it applies to."""
     ways: dict[str, list[str]] = {EPSILON.name: list(builder_designs())}
     for design in builder_designs().values():
-        ways.setdefault(design.level.field, []).append(design.id)
+        if design.level.field != EPSILON.name:
+            ways.setdefault(design.level.field, []).append(design.id)
     return ways
+
+
+def level_designs() -> list[str]:
+    """The designs whose level may be set by something other than ε (the "set the level by" choice
+    is shown for them; a design of numbers is set by ε alone)."""
+    return [d.id for d in builder_designs().values() if d.level.field != EPSILON.name]
 
 
 def input_attributes(item: ParameterInput) -> dict[str, Any]:
@@ -322,18 +331,23 @@ class QuestionForm(BuilderForm):
         return raw
 
     def preview_params(self, n: int, margin: float) -> dict[str, Any]:
-        """The preview API's parameters for what the form holds (the server-rendered preview)."""
+        """The preview API's parameters for what the form holds (the server-rendered preview): a
+        kind with a range sends its range instead of a number of options."""
         set_by = self.chosen_set_by
         params: dict[str, Any] = {
             "design": self.design.data,
             "kind": self.kind.data,
-            "k": self._k(),
             "set_by": set_by,
             set_by: self[set_by].data,
             "n": n,
             "margin": margin,
             "allow_one_sided": "1" if self.allow_one_sided.data else "",
         }
+        entry = self.chosen_kind
+        if entry is not None and entry.ranged:
+            params.update(minimum=self.minimum.data, maximum=self.maximum.data)
+        else:
+            params["k"] = self._k()
         if self.chosen is not None:
             params.update(self._others(self.chosen))
         return params

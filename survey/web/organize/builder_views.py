@@ -39,6 +39,7 @@ from .builder_forms import (
     QuestionForm,
     SurveyDetailsForm,
     input_attributes,
+    level_designs,
     set_by_designs,
 )
 
@@ -194,6 +195,7 @@ def _render_question(
             builder_kinds=builder_kinds(),
             show_for=builder_blocks(),
             set_by_designs=set_by_designs(),
+            level_designs=level_designs(),
             input_attributes=input_attributes,
             alert=alert,
             fmt=FORMATS,
