@@ -22,6 +22,8 @@ from survey.domain.surveys.preview import labels_for, points_text, probability_t
 from survey.domain.surveys.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
+from survey.privacy.number_planning import number_margin
+from survey.privacy.numeric import HybridNumber
 
 from .live import live_site
 from .pages import axe_violations, new_page, sign_in
@@ -209,6 +211,60 @@ def test_organizer_builds_forced_response_and_unrelated_question_and_publishes(l
         assert first.epsilon == pytest.approx(1.0)
         assert second.mechanism_name == "unrelated_question"
         assert second.parameters == {"sensitive_probability": 0.7, "unrelated_yes_rate": 0.25}
+    page.context.close()
+
+
+def test_organizer_builds_a_randomized_number_watching_its_planned_margin(live_server, browser):
+    """The randomized number: its range and privacy blocks, the designs of numbers only (hybrid
+    first), no "set the level by" choice (ε alone), and the preview's planned half-width of the
+    mean in the question's units (number_margin), beside asking directly, following the range."""
+    app, base = live_server
+    page = new_page(browser)
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/new")
+    page.fill("#title", "Drinks")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    slug = re.search(r"/surveys/([^/]+)/build$", page.url).group(1)
+
+    page.click("#add-question")
+    page.check("input[name=kind][value=rr_number]")
+    expect(page.locator("#range-block")).to_be_visible()
+    expect(page.locator("#privacy-block")).to_be_visible()
+    expect(page.locator("#options-block")).to_be_hidden()
+    expect(page.locator("#set-by-block")).to_be_hidden()
+    expect(page.locator("#design")).to_have_value("hybrid")
+    expect(page.locator("#design option[value=grr]")).to_be_disabled()
+    expect(page.locator("#design option[value=laplace]")).to_be_enabled()
+    page.fill("#text", "How many drinks did you have last week?")
+    page.fill("#minimum", "0")
+    page.fill("#maximum", "30")
+    page.fill("#epsilon", "2")
+    hybrid = HybridNumber(2.0, 0, 30)
+    planned, direct = number_margin(1000, 0, 30, mechanism=hybrid), number_margin(1000, 0, 30)
+    expect(preview_text(page, "epsilon")).to_have_text("2.00")
+    expect(preview_text(page, "number-margin")).to_have_text(f"±{planned:.2f}")
+    expect(preview_text(page, "direct-margin")).to_have_text(f"±{direct:.2f}")
+    expect(preview_text(page, "margin")).to_be_hidden()
+    expect(preview_text(page, "deniability")).to_have_text(deniability_sentence(hybrid))
+    page.fill("#maximum", "60")  # the margin is in the question's units: it follows the range
+    expect(preview_text(page, "number-margin")).to_have_text(
+        f"±{number_margin(1000, 0, 60, mechanism=HybridNumber(2.0, 0, 60)):.2f}"
+    )
+    page.fill("#maximum", "0")
+    expect(preview_text(page, "error")).to_contain_text("above the minimum")
+    page.fill("#maximum", "30")
+    expect(preview_text(page, "number-margin")).to_have_text(f"±{planned:.2f}")
+    with page.expect_navigation():
+        page.click("text=Add question")
+    assert page.locator(".question-item").count() == 1
+    expect(page.locator("#total-epsilon")).to_have_text("2.00")
+    assert not page.csp_errors, page.csp_errors
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        (question,) = survey.questions
+        assert (question.kind, question.minimum, question.maximum) == ("rr_number", 0, 30)
+        assert question.design.mechanism_name == "hybrid" and question.design.epsilon == 2.0
     page.context.close()
 
 
