@@ -897,6 +897,9 @@ def test_an_opened_surveys_randomized_number_refuses_design_changes(app, signed_
         _stored_survey(app, draft).status = "open"
         db.session.commit()
     before = snapshot(app, draft)
+    frozen_page = signed_in.get(url)
+    assert frozen_page.status_code == 200 and 'id="frozen-note"' in frozen_page.text
+    assert "disabled" in control(frozen_page.text, "epsilon") and "disabled" in control(frozen_page.text, "maximum")
     for change in ({"design": "duchi"}, {"epsilon": "2"}, {"minimum": "1"}, {"maximum": "31"}):
         response = signed_in.post(url, data={**shown, **change})
         assert response.status_code == 409, change
