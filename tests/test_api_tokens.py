@@ -25,7 +25,7 @@ from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.auth.bearer import scope_for
 
-from .accounts import make_admin, make_user, sign_in
+from .accounts import PASSWORD, make_admin, make_user, sign_in
 from .databases import limited_app
 from .live import log_lines, serve
 from .surveys import GOOD, SMALL_SPEC, add_survey
@@ -427,3 +427,22 @@ def create_logged_app(tmp_path):
         db.session.commit()
     assert GOOD  # the survey is the small one the other tests answer
     return app
+
+
+def test_the_token_forms_need_a_csrf_token(csrf_app):
+    make_user(csrf_app, "alice")
+    client = csrf_app.test_client()
+    page = client.get("/auth/login").get_data(as_text=True)
+    login_token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    signed = client.post("/auth/login", data={"username": "alice", "password": PASSWORD, "csrf_token": login_token})
+    assert signed.status_code == 302
+    data = {"name": "x", "scope": "results", "days": "30"}
+    assert client.post("/account/tokens", data=data).status_code == 400
+    assert token_rows(csrf_app) == []
+    account = client.get("/account").get_data(as_text=True)
+    form_token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', account).group(1)
+    response = client.post("/account/tokens", data={**data, "csrf_token": form_token})
+    assert response.status_code == 200 and PREFIX in response.get_data(as_text=True)
+    (row,) = token_rows(csrf_app)
+    assert client.post("/account/tokens/revoke", data={"token_id": row.id}).status_code == 400
+    assert not token_rows(csrf_app)[0].revoked

@@ -51,9 +51,6 @@ MAX_NAME_LENGTH = 80
 MAX_LIVE_TOKENS = 20
 #: A bearer value longer than this is no token of ours; it is refused without hashing.
 MAX_TOKEN_LENGTH = 200
-#: What each scope lets a token do, in the terms of :data:`survey.domain.accounts.access.NEEDS`
-#: (``imports`` has no need of its own yet: the import endpoints come with /api/v1).
-SCOPE_NEEDS = {"results": "results", "manage": "edit", "imports": "imports"}
 
 
 @dataclass(frozen=True)
