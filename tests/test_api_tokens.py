@@ -21,6 +21,7 @@ from survey.domain.accounts.users import set_disabled
 from survey.domain.errors import DomainError
 from survey.domain.models import API_SCOPES, ApiToken, Membership, Survey, User, today
 from survey.domain.surveys.specs import create_survey_from_spec
+from survey.platform import gunicorn_conf
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.auth.bearer import scope_for
@@ -259,7 +260,8 @@ def test_a_token_reaches_only_its_surveys(app, client, user, small_survey):
     token = make_token(app, "alice", slugs=["second-survey"])
     assert estimates(client, token, "second-survey").status_code == 200
     response = estimates(client, token, "small-test")
-    assert response.status_code == 404 and "small-test" not in response.get_data(as_text=True)
+    assert_problem(response, 404, "http.404")
+    assert "small-test" not in response.get_data(as_text=True)
     assert get(client, "/surveys/small-test/responses.csv", token).status_code == 404
     # a restricted token whose surveys are all deleted reaches none, not all
     with app.app_context():
@@ -377,6 +379,7 @@ def test_a_token_is_rate_limited_per_token_and_bad_tokens_per_address(tmp_path, 
     first, second = make_token(app, "alice"), make_token(app, "alice")
     client = app.test_client()
     assert [estimates(client, first).status_code for _ in range(4)] == [200, 200, 200, 429]
+    assert_problem(client.get("/surveys/small-test/estimates.csv", headers=bearer(first)), 429, "http.429")
     assert estimates(client, second).status_code == 200  # counted per token
     assert [estimates(client, PREFIX + "x" * 43).status_code for _ in range(3)] == [401, 401, 429]
     # past the refusals' budget an address tries no token at all (a 429 tells nothing of the token) ...
@@ -413,6 +416,8 @@ def test_the_token_never_appears_in_the_logs(tmp_path):
     assert "/api/surveys/small-test/estimates" in logged  # the requests were logged ...
     for value in (token, revoked):
         assert value not in logged and value[len(PREFIX) :][:12] not in logged  # ... without the token
+    # and gunicorn's access log, in production, writes no request header (``%({name}i)s``)
+    assert "}i" not in gunicorn_conf.access_log_format and "%(a)s" not in gunicorn_conf.access_log_format
 
 
 def create_logged_app(tmp_path):
