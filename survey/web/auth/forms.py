@@ -1,5 +1,5 @@
 from flask_wtf import FlaskForm
-from wtforms import IntegerField, PasswordField, RadioField, SelectField, SelectMultipleField, StringField, SubmitField
+from wtforms import PasswordField, RadioField, SelectField, SelectMultipleField, StringField, SubmitField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, EqualTo, Length
 
@@ -8,6 +8,7 @@ from survey.domain.accounts.api_tokens import EXPIRY_CHOICES, MAX_NAME_LENGTH
 from survey.domain.accounts.sign_in import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
 from ..common import FormErrors
+from ..ids import IdField
 
 #: The scopes of an API token, as the account page names them (survey.domain.models.API_SCOPES).
 SCOPE_LABELS = {
@@ -118,4 +119,4 @@ class TokenForm(FormErrors, FlaskForm):
 
 
 class RevokeTokenForm(FlaskForm):
-    token_id = IntegerField(validators=[DataRequired()])
+    token_id = IdField()
