@@ -66,7 +66,11 @@ class RateLimits:
         self.storage.reset()
 
     def _items(self, app: Flask, key: str) -> list[RateLimitItem]:
-        return parse_many(app.config[key])
+        """The limits configured under ``key``, parsed once per app."""
+        parsed = app.extensions.setdefault("survey_rate_limits", {})
+        if key not in parsed:
+            parsed[key] = parse_many(app.config[key])
+        return parsed[key]
 
     def token_allowed(self, app: Flask, token_id: int) -> bool:
         """Count one request made with the personal API token ``token_id`` (by its row's id, never

@@ -84,7 +84,8 @@ def _bearer() -> Response | None:
     if not limiter.token_allowed(app, grant.token_id):
         db.session.rollback()
         abort(429)
-    db.session.commit()  # the day of last use, when it changed (nothing else was written)
+    if db.session.dirty:  # the day of last use changed (once a day per token; nothing else is written)
+        db.session.commit()
     try:
         grant.require_scope(scope)
         slug = (request.view_args or {}).get("slug")
