@@ -38,6 +38,8 @@ ANY_SIGNED_IN = {
     "organize.new_survey",
     "organize.import_spec",
     "auth.account",
+    "auth.create_api_token",
+    "auth.revoke_api_token",
     "organize.preview",
 }
 #: URL arguments the tests know how to fill with real values.

@@ -168,6 +168,38 @@ def test_role_offers_stored_as_invitations_become_role_offers_and_go_back_on_dow
     assert differences(empty_app) == []
 
 
+def test_api_tokens_come_with_0015_and_go_on_downgrade(empty_app):
+    """0015 makes the tokens' two tables, which hold a token's digest, its surveys and its limits; the
+    downgrade drops them (every token stops working), and upgrading again makes them empty."""
+    init_db(empty_app)
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        survey_id = survey.id
+        with db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (id, username, password_hash, created_on) VALUES (7, 'alice', '!', '2026-01-02')"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO api_tokens (id, user_id, name, scope, token_hash, restricted, created_on, expires_on) "
+                    "VALUES (1, 7, 'script', 'results', :hash, true, '2026-01-02', '2026-02-01')"
+                ),
+                {"hash": "c" * 64},
+            )
+            conn.execute(text("INSERT INTO api_token_surveys (token_id, survey_id) VALUES (1, :s)"), {"s": survey_id})
+        db.session.remove()
+        command.downgrade(alembic_config(), "0014")
+    assert {"api_tokens", "api_token_surveys"}.isdisjoint(tables(empty_app))
+    with empty_app.app_context():
+        command.upgrade(alembic_config(), "head")
+        with db.engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM api_tokens")).scalar() == 0
+    assert differences(empty_app) == []
+
+
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
     legacy_database(empty_app)
     output = init_db(empty_app)

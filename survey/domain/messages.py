@@ -418,6 +418,21 @@ MESSAGES: dict[str, Message] = {
     "text.nul": Message(400, N_("contains a NUL character, which is not text")),
     "text.required": Message(400, N_("must be a non-empty text")),
     "text.too_long": Message(400, N_("is longer than {limit} characters")),
+    # -- token --
+    "token.expired": Message(
+        401, N_("This API token was valid until {last_day} (UTC). Make a new one on your account page.")
+    ),
+    "token.expiry_out_of_range": Message(400, N_("a token lasts from {least} to {most} days")),
+    "token.not_here": Message(401, N_("This address does not take API tokens: sign in with a browser instead.")),
+    "token.revoked": Message(401, N_("This API token was revoked.")),
+    "token.scope": Message(
+        403, N_("This API token's scope is {scope!r}, which does not allow this; it needs a token for {needed!r}.")
+    ),
+    "token.scope_unknown": Message(400, N_("choose one of the scopes {scopes}")),
+    "token.survey_not_visible": Message(400, N_("choose among the surveys you can see")),
+    "token.too_many": Message(409, N_("you have {most} live API tokens: revoke one before making another")),
+    "token.unknown": Message(401, N_("This API token is not valid.")),
+    "token.user_disabled": Message(401, N_("The account this API token belongs to is disabled.")),
     # -- user --
     "user.demote_self": Message(
         409,

@@ -53,6 +53,9 @@ ROLES = ("organizer", "researcher")
 #: What a single-use account link is for: making an account (an invitation), setting the first
 #: password of an account an administrator made, or resetting a password (survey.domain.accounts.account_links).
 LINK_PURPOSES = ("role_offer", "setup", "reset")
+#: What a personal API token may be used for (survey.domain.accounts.api_tokens): reading results
+#: and exports, managing surveys, submitting imports.
+API_SCOPES = ("results", "manage", "imports")
 #: The password hash of an account whose owner has not set a password yet: no password matches it.
 NO_PASSWORD = "!"
 
@@ -106,6 +109,7 @@ class User(Base):
     surveys: Mapped[list[Survey]] = relationship(back_populates="owner")
     memberships: Mapped[list[Membership]] = relationship(back_populates="user", cascade="all, delete-orphan")
     login_sessions: Mapped[list[LoginSession]] = relationship(back_populates="user", cascade="all, delete-orphan")
+    api_tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", cascade="all, delete-orphan")
 
     #: The token of the sign-in session this object was loaded for (see survey.domain.accounts.sign_in); not stored.
     session_token = None
@@ -187,6 +191,8 @@ class Survey(Base):
     memberships: Mapped[list[Membership]] = relationship(back_populates="survey", cascade="all, delete-orphan")
     respondent_codes: Mapped[list[RespondentCode]] = relationship(back_populates="survey", cascade="all, delete-orphan")
     account_links: Mapped[list[AccountLink]] = relationship(back_populates="survey", cascade="all, delete-orphan")
+    #: The API tokens restricted to this survey (deleting the survey deletes their rows of it).
+    api_tokens: Mapped[list[ApiToken]] = relationship(secondary="api_token_surveys", back_populates="surveys")
 
     @property
     def is_open(self) -> bool:
@@ -300,6 +306,46 @@ class AccountLink(Base):
     def addressee(self) -> str:
         """Whom the link is for, in words: the e-mail address, the name, or the user."""
         return self.email or self.name or (self.user.username if self.user else "")
+
+
+class ApiToken(Base):
+    """A personal API token: a signed-in user's named, scoped, expiring credential for scripts
+    (survey.domain.accounts.api_tokens).
+
+    Only a SHA-256 hash of the random token is kept, like a sign-in session's: a copy of the database
+    calls nothing. ``scope`` is one of :data:`API_SCOPES`; with ``restricted`` the token reaches only
+    the surveys listed in ``api_token_surveys`` (none left: none at all). It works through
+    ``expires_on`` (UTC), until ``revoked``, and only while its user is enabled and has the role.
+    ``last_used_on`` is a day, not a time (survey.domain.accounts.api_tokens says why).
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    scope: Mapped[str] = mapped_column(String(12))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    restricted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    expires_on: Mapped[dt.date] = mapped_column(Date)
+    last_used_on: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    user: Mapped[User] = relationship(back_populates="api_tokens")
+    surveys: Mapped[list[Survey]] = relationship(
+        secondary="api_token_surveys", order_by="Survey.id", back_populates="api_tokens"
+    )
+
+
+class ApiTokenSurvey(Base):
+    """A survey an :class:`ApiToken` with ``restricted`` may reach. Deleting the survey deletes the row
+    (and its id is never reused while a row names it); the token stays restricted."""
+
+    __tablename__ = "api_token_surveys"
+
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True, index=True)
 
 
 class SiteSettings(Base):

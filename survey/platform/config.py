@@ -49,6 +49,9 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # Invitation and password links (survey.web.links) are tried once per address this often:
         # every request to a link counts, so that nobody can try tokens faster than this.
         "TOKEN_RATE_LIMIT": "30 per minute",
+        # Requests with one personal API token (survey.web.auth.bearer), whatever address they come
+        # from; refused bearer tokens draw on TOKEN_RATE_LIMIT, per address.
+        "API_TOKEN_RATE_LIMIT": "120 per minute",
         # E-mail (survey.platform.mail): without MAIL_SERVER nothing is sent, and the pages show the
         # link to pass on. MAIL_USE_TLS: STARTTLS; MAIL_USE_SSL: TLS from the start (port 465).
         "MAIL_SERVER": None,
@@ -119,6 +122,7 @@ def from_environment() -> dict[str, Any]:
         "LOGIN_RATE_LIMIT",
         "SUBMISSION_RATE_LIMIT",
         "TOKEN_RATE_LIMIT",
+        "API_TOKEN_RATE_LIMIT",
         "INVITATION_RATE_LIMIT",
         "PUBLIC_URL",
         *MAIL_TEXT_KEYS,

@@ -65,6 +65,34 @@ class RateLimits:
     def reset(self) -> None:
         self.storage.reset()
 
+    def _items(self, app: Flask, key: str) -> list[RateLimitItem]:
+        """The limits configured under ``key``, parsed once per app."""
+        parsed = app.extensions.setdefault("survey_rate_limits", {})
+        if key not in parsed:
+            parsed[key] = parse_many(app.config[key])
+        return parsed[key]
+
+    def token_allowed(self, app: Flask, token_id: int) -> bool:
+        """Count one request made with the personal API token ``token_id`` (by its row's id, never
+        the token); False when it is over ``API_TOKEN_RATE_LIMIT``. Always True with the limits off."""
+        if not app.config.get("RATELIMIT_ENABLED", True):
+            return True
+        items = self._items(app, "API_TOKEN_RATE_LIMIT")
+        return all([self.window.hit(item, "API_TOKEN_RATE_LIMIT", str(token_id)) for item in items])
+
+    def bearer_guesses_left(self, app: Flask, address: str) -> bool:
+        """Whether ``address`` may try a bearer token now: refused tokens draw on the same per-address
+        budget as invitation and password links (``TOKEN_RATE_LIMIT``), counted by
+        :meth:`bearer_refused`."""
+        if not app.config.get("RATELIMIT_ENABLED", True):
+            return True
+        return all(self.window.test(item, "BEARER_REFUSED", address) for item in self._items(app, "TOKEN_RATE_LIMIT"))
+
+    def bearer_refused(self, app: Flask, address: str) -> None:
+        if app.config.get("RATELIMIT_ENABLED", True):
+            for item in self._items(app, "TOKEN_RATE_LIMIT"):
+                self.window.hit(item, "BEARER_REFUSED", address)
+
     def init_app(self, app: Flask) -> None:
         if not app.config.get("RATELIMIT_ENABLED", True):
             return

@@ -43,7 +43,14 @@ MESSAGES = {
 
 
 def wants_json() -> bool:
-    return request.path.startswith("/api/")
+    """Errors as problem JSON: under /api/, and for every request with a bearer token (a script's,
+    even when it asks for a CSV file)."""
+    return request.path.startswith("/api/") or is_bearer_request()
+
+
+def is_bearer_request() -> bool:
+    """Whether the request carries ``Authorization: Bearer ...`` (survey.web.auth.bearer)."""
+    return request.headers.get("Authorization", "")[:7].lower() == "bearer "
 
 
 #: The media type of an RFC 9457 problem, the shape of every JSON error.

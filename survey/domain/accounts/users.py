@@ -23,6 +23,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from survey.domain.accounts.account_links import check_username, normalize_email, password_link, revoke_password_links
+from survey.domain.accounts.api_tokens import revoke_all as revoke_all_tokens
 from survey.domain.accounts.quota import SendLimit, spend
 from survey.domain.accounts.site import set_members_invite_accounts, settings
 from survey.domain.base import begin_writing
@@ -88,7 +89,7 @@ def _keep_an_administrator(session: Session, actor: User, user: User) -> None:
 
 
 def set_disabled(session: Session, actor: User, user_id: int | None, disabled: bool) -> User:
-    """Disable an account (it cannot sign in; its sign-in sessions and password links end at once)
+    """Disable an account (it cannot sign in; its sign-in sessions, API tokens and password links end at once)
     or enable it again. Nothing of its surveys or roles is deleted."""
     user = _user(session, actor, user_id)
     if user.id == actor.id and disabled:
@@ -98,6 +99,7 @@ def set_disabled(session: Session, actor: User, user_id: int | None, disabled: b
     user.disabled = disabled
     if disabled:
         session.execute(delete(LoginSession).where(LoginSession.user_id == user.id))
+        revoke_all_tokens(session, user)  # for good: enabling the account again does not bring them back
         revoke_password_links(session, user)
         # the links they made die with their rights (survey.domain.accounts.account_links.minter_may): deleted, so
         # that enabling the account again does not bring them back

@@ -11,7 +11,7 @@ from flask import Blueprint, Flask
 
 bp = Blueprint("auth", __name__)
 
-from . import account_views, views  # noqa: E402, F401
+from . import account_views, bearer, views  # noqa: E402, F401
 
 
 def init_app(app: Flask) -> None:
@@ -29,3 +29,4 @@ def init_app(app: Flask) -> None:
         return user_for_token(db.session, token)
 
     app.register_blueprint(bp)
+    bearer.init_app(app)

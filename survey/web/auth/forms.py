@@ -1,11 +1,21 @@
 from flask_wtf import FlaskForm
-from wtforms import PasswordField, StringField, SubmitField
+from wtforms import PasswordField, RadioField, SelectField, SelectMultipleField, StringField, SubmitField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, EqualTo, Length
 
 from survey.domain.accounts.account_links import MAX_USERNAME_LENGTH
+from survey.domain.accounts.api_tokens import EXPIRY_CHOICES, MAX_NAME_LENGTH
 from survey.domain.accounts.sign_in import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
 from ..common import FormErrors
+from ..ids import IdField
+
+#: The scopes of an API token, as the account page names them (survey.domain.models.API_SCOPES).
+SCOPE_LABELS = {
+    "results": "Read results and exports",
+    "manage": "Manage surveys",
+    "imports": "Submit imports",
+}
 
 
 class LoginForm(FlaskForm):
@@ -81,3 +91,32 @@ class NewAccountForm(NewPasswordForm):
             Length(max=MAX_USERNAME_LENGTH, message=f"Use at most {MAX_USERNAME_LENGTH} characters."),
         ],
     )
+
+
+class TokenForm(FormErrors, FlaskForm):
+    """A new personal API token, on the account page: its name, scope, lifetime and surveys."""
+
+    default_field = "name"
+
+    name = StringField(
+        "Name",
+        validators=[
+            DataRequired("Name the token (where it will be used)."),
+            Length(max=MAX_NAME_LENGTH, message=f"Use at most {MAX_NAME_LENGTH} characters."),
+        ],
+    )
+    scope = RadioField(
+        "What it may do", choices=[SelectChoice(k, v) for k, v in SCOPE_LABELS.items()], default="results"
+    )
+    days = SelectField(
+        "Valid for",
+        choices=[SelectChoice(d, f"{d} days") for d in EXPIRY_CHOICES],
+        coerce=int,
+        default=EXPIRY_CHOICES[1],
+    )
+    #: Checked by the domain (the surveys the user can see), not by the form's choices.
+    surveys = SelectMultipleField("Only these surveys", coerce=int, validate_choice=False)
+
+
+class RevokeTokenForm(FlaskForm):
+    token_id = IdField()
