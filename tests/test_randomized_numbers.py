@@ -333,12 +333,15 @@ def test_the_microdata_give_the_report_in_the_questions_units(signed_in, drinks,
         assert list(frame["drinks"][:4]) == pytest.approx([float(mechanism.value_of(c)) for c in codes], abs=1e-6)
         assert "drinks" not in meta.variable_value_labels
     script = signed_in.get("/surveys/drinks/estimates.R").get_data(as_text=True)
-    assert "SKIPPED: the randomized number question(s) drinks" in script and "skipped = TRUE" in script
+    low, high = (float(v) for v in mechanism.value_of([0, GRID_STEPS]))
+    assert f"reports = TRUE, low = {low!r}, high = {high!r}" in script
 
 
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed (make test installs it)")
-def test_the_r_script_says_it_skips_a_randomized_number_and_redoes_the_rest(signed_in, drinks, tmp_path):
-    for i, code in enumerate([10, 500, 1500, 2000, 999, 3]):
+def test_the_r_script_redoes_a_randomized_number_to_1e_6(signed_in, drinks, tmp_path):
+    """The survey's R script, run on its microdata, gives the randomized number's mean and betting
+    interval (over the report grid's ends) that the estimates file gives, to 1e-6."""
+    for i, code in enumerate([10, 500, 1500, 2000, 999, 3, 1200, 1200]):
         assert _post(signed_in, {"smoked": i % 2, "drinks": code, "age": 30 + i}).status_code == 201
     script, data, out = tmp_path / "e.R", tmp_path / "r.csv", tmp_path / "out.csv"
     script.write_bytes(signed_in.get("/surveys/drinks/estimates.R").get_data())
@@ -347,9 +350,17 @@ def test_the_r_script_says_it_skips_a_randomized_number_and_redoes_the_rest(sign
         [shutil.which("Rscript"), str(script), str(data), str(out)], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
-    assert "skipped: question drinks is a randomized number" in run.stderr
-    keys = {row["question_key"] for row in csv.DictReader(out.open())}
-    assert keys == {"smoked", "age"}
+    theirs = {row["question_key"]: row for row in csv.DictReader(out.open())}
+    assert set(theirs) == {"smoked", "drinks", "age"}
+    ours = next(
+        row
+        for row in csv.DictReader(io.StringIO(signed_in.get("/surveys/drinks/estimates.csv").get_data(as_text=True)))
+        if row["question_key"] == "drinks"
+    )
+    r = theirs["drinks"]
+    assert r["interval_method"] == ours["interval_method"] == "betting" and r["n"] == ours["n"] == "8"
+    for column in ("unbiased", "ci_low", "ci_high"):
+        assert float(r[column]) == pytest.approx(float(ours[column]), abs=1e-6), column
 
 
 def test_the_demo_estimates_the_mean_of_its_randomized_number(app):

@@ -8,7 +8,10 @@ estimates file holds: n, the reported counts, the unbiased estimate ``Q⁻¹ λ�
 interval mapped through the design) where the design allows it; for a number question, the mean, its
 standard error and the betting interval over the question's range, computed as
 :func:`survey.privacy.bounded.mean_interval` does (the same bets, caps and threshold, each end found by
-``uniroot`` between the range's edge and the mean). It prints a table with the same
+``uniroot`` between the range's edge and the mean); for a randomized number, the mean of its reports
+(each in the question's units) with its mechanism's interval, the betting interval over the report
+grid's ends (:meth:`survey.privacy.numeric.NumberMechanism.estimate`) or Laplace's normal interval.
+It prints a table with the same
 columns as ``<slug>-estimates.csv`` so the two can be compared line by line; tests run it with
 Rscript and hold its output to the app's to 1e-6.
 
@@ -27,10 +30,13 @@ text cells neutralized against spreadsheet formulas as every CSV of the project 
 
 from __future__ import annotations
 
+import math
+
 from survey.domain.models import Question, Survey
 from survey.domain.results.coding import researcher_matrix, researcher_options
 from survey.domain.results.csvfile import FORMULA_STARTS
 from survey.domain.surveys.variable_names import variable_names
+from survey.privacy.numeric import GRID_STEPS
 
 #: The characters an R string literal may hold as they are: printable ASCII but the quote and the
 #: backslash. Everything else is written as a ``\\u{...}`` escape.
@@ -66,8 +72,12 @@ def _r_matrix(rows: list[list[float]]) -> str:
 
 def _r_question(q: Question, variable: str) -> str:
     names = f"key = {_r_string(q.key)}, variable = {_r_string(variable)}"
-    if q.kind_entry.randomized_number:  # not redone here yet: the script says so and skips it
-        return f"  list({names}, skipped = TRUE)"
+    if q.kind_entry.randomized_number:
+        mechanism = q.mechanism()
+        if math.isfinite(mechanism.bound):  # the betting interval over the report grid's ends
+            low, high = (float(v) for v in mechanism.value_of([0, GRID_STEPS]))
+            return f"  list({names}, reports = TRUE, low = {low!r}, high = {high!r})"
+        return f"  list({names}, reports = TRUE, normal = TRUE)"  # Laplace: no bound, the normal interval
     if q.is_number:
         return f"  list({names}, number = TRUE, minimum = {q.minimum}, maximum = {q.maximum})"
     options = researcher_options(q)
@@ -192,8 +202,35 @@ summarize_number <- function(design, column) {
   row
 }
 
+# a randomized number: the mean of its reports (each in the question's units, with the true number
+# as its expectation) and the mechanism's interval: the betting interval over the report grid's
+# ends, or for Laplace (no bound) mean +/- z * sd / sqrt(n)
+summarize_reports <- function(design, column) {
+  x <- column[!is.na(column)]
+  n <- length(x)
+  row <- data.frame(question_key = design$key, variable = design$variable, n = n, option_code = NA,
+                    option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_,
+                    consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
+                    interval_method = "", stringsAsFactors = FALSE)
+  if (n == 0) return(row)
+  row$unbiased <- row$consistent <- mean(x)
+  if (isTRUE(design$normal)) {
+    if (n < 2) return(row)
+    half <- qnorm(0.5 + level / 2) * sd(x) / sqrt(n)
+    ends <- c(mean(x) - half, mean(x) + half)
+    row$interval_method <- "normal"
+  } else {
+    ends <- mean_interval(x, design$low, design$high, level)
+    row$interval_method <- "betting"
+  }
+  row$ci_low <- ends[1]
+  row$ci_high <- ends[2]
+  row
+}
+
 estimate_question <- function(design, column) {
   if (isTRUE(design$number)) return(summarize_number(design, column))
+  if (isTRUE(design$reports)) return(summarize_reports(design, column))
   Q <- design$Q
   k <- nrow(Q)
   codes <- column[!is.na(column)]
@@ -256,11 +293,6 @@ write_utf8_csv <- function(table, path) {
 
 responses <- read.csv(microdata_file, check.names = FALSE, stringsAsFactors = FALSE)
 estimate_one <- function(design) {
-  if (isTRUE(design$skipped)) {
-    message("skipped: question ", design$key, " is a randomized number, not estimated by this script ",
-            "(see the estimates file)")
-    return(NULL)
-  }
   if (!(design$variable %in% names(responses))) {
     stop("the microdata have no column ", design$variable, " (question ", design$key, "): is this the survey's file?")
   }
@@ -286,19 +318,13 @@ def r_script(survey: Survey) -> str:
         f"# Usage: Rscript {slug}-estimates.R [{slug}-responses.csv [output.csv]]\n"
         "# The design matrices below are the survey's frozen designs, in the microdata's coding\n"
         "# (a yes/no question: 0 = no, 1 = yes); a question asked directly has the identity matrix, and a\n"
-        "# number question is summarized by its mean, with the betting interval over its range. Each\n"
+        "# number question is summarized by its mean, with the betting interval over its range (a\n"
+        "# randomized number: the mean of its reports, over its report grid's ends). Each\n"
         '# question is found in the microdata by its variable name (docs/exports.md, "Variable names").\n'
         "# Every text is written with \\u escapes, so that the script means the same in every locale R may\n"
         "# run in.\n"
     )
     starts = ", ".join(_r_string(start) for start in FORMULA_STARTS)
-    skipped = [q.key for q in survey.questions if q.kind_entry.randomized_number]
-    if skipped:
-        header += (
-            "# SKIPPED: the randomized number question(s) "
-            + ", ".join(_r_comment(key) for key in skipped)
-            + " are not estimated by this script\n# yet; their mean and interval are in the estimates file.\n"
-        )
     return (
         header
         + "args <- commandArgs(trailingOnly = TRUE)\n"
