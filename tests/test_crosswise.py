@@ -1,0 +1,154 @@
+"""The non-randomized response designs (Yu, Tian & Tang 2008): crosswise and triangular.
+
+The crosswise model is Warner's matrix with p the unrelated question's "yes" rate; the triangular model
+is one-sided (a circle can only come from a true "no"). Neither draws anything at random: the report
+code is the respondent's answer to the combined question, "same" / the triangle being code 0 (the
+"yes" row the estimator reads), "different" / the circle code 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from survey.domain.errors import DomainError
+from survey.domain.surveys.kinds import builder_designs
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.surveys.wording import deniability_line, describe_design
+from survey.platform.extensions import db
+from survey.privacy import Crosswise, Triangular, Warner, estimate
+from survey.privacy.designs import DESIGNS
+from survey.privacy.mechanisms import ParameterError, mechanism_from_dict
+from survey.privacy.unrelated_items import ITEM_LIST, ITEMS
+
+QUESTION = "Is your mother's birthday in January, February or March?"
+
+
+@pytest.mark.parametrize("p", [0.1, 0.2466, 0.3, 0.7, 0.9])
+def test_crosswise_is_warners_matrix_with_the_unrelated_rate(p):
+    mechanism = DESIGNS["crosswise"].mechanism({"unrelated_yes_rate": p, "unrelated_question": QUESTION})
+    assert isinstance(mechanism, Crosswise)
+    np.testing.assert_array_equal(mechanism.matrix, Warner(p).matrix)
+    # P("same" | yes) = p, P("same" | no) = 1 - p; "same" is code 0
+    assert mechanism.matrix[0].tolist() == pytest.approx([p, 1 - p])
+    assert mechanism.epsilon == pytest.approx(abs(math.log(p / (1 - p))))
+    assert not mechanism.one_sided
+    assert mechanism.parameters == {"unrelated_yes_rate": p, "unrelated_question": QUESTION}
+
+
+def test_crosswise_refuses_a_rate_of_one_half_and_rates_outside_0_1():
+    for bad in (0.5, 0.0, 1.0, -0.1, 1.1, "x"):
+        with pytest.raises(ParameterError) as caught:
+            Crosswise(bad, QUESTION)
+        assert caught.value.parameter == "unrelated_yes_rate"
+
+
+@pytest.mark.parametrize("p", [0.1, 0.2466, 0.3])
+def test_triangular_is_one_sided(p):
+    mechanism = DESIGNS["triangular"].mechanism({"unrelated_yes_rate": p, "unrelated_question": QUESTION})
+    assert isinstance(mechanism, Triangular)
+    # rows: triangle (code 0), circle (code 1); columns: true yes, true no
+    np.testing.assert_allclose(mechanism.matrix, [[1.0, p], [0.0, 1.0 - p]])
+    assert math.isinf(mechanism.epsilon) and mechanism.one_sided
+    for bad in (0.0, 1.0):
+        with pytest.raises(ParameterError):
+            Triangular(bad, QUESTION)
+
+
+def test_the_report_codes_are_the_rows_the_estimator_reads():
+    """With true share θ of "yes": P(same) = pθ + (1 − p)(1 − θ) and P(triangle) = θ + p(1 − θ); the
+    estimate of counts at exactly those shares gives θ back."""
+    theta, p, n = 0.2, 0.25, 100_000
+    same = p * theta + (1 - p) * (1 - theta)
+    result = estimate(Crosswise(p, QUESTION), [round(n * same), n - round(n * same)])
+    assert result.unbiased[0] == pytest.approx(theta, abs=1e-4)
+    triangle = theta + p * (1 - theta)
+    result = estimate(Triangular(p, QUESTION), [round(n * triangle), n - round(n * triangle)])
+    assert result.unbiased[0] == pytest.approx(theta, abs=1e-4)
+
+
+def test_nothing_is_drawn_in_the_page():
+    for mechanism in (Crosswise(0.25, QUESTION), Triangular(0.25, QUESTION)):
+        assert mechanism.sampler() == {"sampler": "combined"}
+    assert DESIGNS["crosswise"].combined and DESIGNS["triangular"].combined
+    assert not any(d.combined for d in DESIGNS.values() if d.id not in ("crosswise", "triangular"))
+
+
+def test_a_stored_design_is_rebuilt_from_its_dict():
+    for mechanism in (Crosswise(0.3, QUESTION), Triangular(0.3, QUESTION)):
+        again = mechanism_from_dict(mechanism.to_dict())
+        assert type(again) is type(mechanism) and again == mechanism
+        assert again.parameters == mechanism.parameters
+
+
+def test_the_presets_state_their_derivations():
+    assert ITEMS["mother_birthday_jan_mar"].rate == pytest.approx(0.2466, abs=1e-4)
+    assert ITEMS["mother_birthday_jan_apr"].rate == 120 / 365
+    assert ITEMS["phone_last_digit_0_2"].rate == 0.3
+    for item in ITEM_LIST:
+        assert 0 < item.rate < 1 and item.rate != 0.5
+        assert item.text.endswith("?") and item.source
+        Crosswise(item.rate, item.text)
+        Triangular(item.rate, item.text)
+    assert DESIGNS["crosswise"].level.default == ITEM_LIST[0].rate
+
+
+def test_words_for_respondents():
+    words = describe_design(Crosswise(90 / 365, QUESTION))
+    assert "same or different" in words and "25%" in words and "browser" not in words
+    words = describe_design(Triangular(0.3, QUESTION))
+    assert "circle" in words and "30%" in words
+    assert "only a “yes” is protected" in deniability_line(Triangular(0.3, QUESTION))
+
+
+def _spec(privacy: dict) -> dict:
+    return {
+        "title": "NRR",
+        "questions": [{"key": "q", "kind": "yes_no", "text": "Did you cheat on the exam?", "privacy": privacy}],
+    }
+
+
+@pytest.mark.parametrize("design", ["crosswise", "triangular"])
+def test_the_spec_round_trips(app, design):
+    privacy = {"design": design, "unrelated_yes_rate": 0.3, "unrelated_question": QUESTION}
+    if design == "triangular":
+        privacy["allow_one_sided"] = True
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, _spec(privacy))
+        db.session.commit()
+        exported = survey_to_spec(survey)
+        assert exported["questions"][0]["privacy"] == privacy
+        stored = survey.questions[0].design
+        mechanism = stored.mechanism()
+        assert mechanism.design == design and mechanism.parameters["unrelated_question"] == QUESTION
+        again = create_survey_from_spec(db.session, exported)
+        db.session.commit()
+        assert again.questions[0].mechanism() == survey.questions[0].mechanism()
+        assert survey_to_spec(again)["questions"] == exported["questions"]
+
+
+def test_the_spec_refuses_what_the_designs_cannot_take(app):
+    cases = [
+        ({"design": "triangular", "unrelated_yes_rate": 0.3, "unrelated_question": QUESTION}, "spec.one_sided"),
+        ({"design": "crosswise", "unrelated_yes_rate": 0.5, "unrelated_question": QUESTION}, "design.invalid"),
+        ({"design": "crosswise", "unrelated_yes_rate": 0.3, "unrelated_question": 3}, "spec.not_text"),
+        ({"design": "crosswise", "unrelated_yes_rate": 0.3, "unrelated_question": "  "}, "spec.not_text"),
+        ({"design": "crosswise", "unrelated_yes_rate": 0.3}, "spec.parameter_missing"),
+        ({"design": "crosswise", "epsilon": 1.0, "unrelated_question": QUESTION}, "spec.unknown_field"),
+    ]
+    with app.app_context():
+        for privacy, code in cases:
+            with pytest.raises(DomainError) as caught:
+                create_survey_from_spec(db.session, _spec(privacy))
+            assert caught.value.code == code, (privacy, caught.value)
+            db.session.rollback()
+
+
+def test_they_cannot_be_set_by_epsilon_and_the_builder_does_not_offer_them_yet():
+    for design in ("crosswise", "triangular"):
+        with pytest.raises(ParameterError) as caught:
+            DESIGNS[design].from_level("epsilon", 1.0, {"unrelated_question": QUESTION}, 2)
+        assert caught.value.parameter == "epsilon"
+        assert design not in builder_designs()
