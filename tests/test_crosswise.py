@@ -9,19 +9,27 @@ code is the respondent's answer to the combined question, "same" / the triangle 
 from __future__ import annotations
 
 import math
+from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
+from markupsafe import escape
+from sqlalchemy import select
 
 from survey.domain.errors import DomainError
+from survey.domain.models import Answer, Survey
 from survey.domain.surveys.kinds import builder_designs
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
-from survey.domain.surveys.wording import deniability_line, describe_design
+from survey.domain.surveys.wording import COMBINED_OPTIONS, deniability_line, describe_design
 from survey.platform.extensions import db
 from survey.privacy import Crosswise, Triangular, Warner, estimate
 from survey.privacy.designs import DESIGNS
 from survey.privacy.mechanisms import ParameterError, mechanism_from_dict
 from survey.privacy.unrelated_items import ITEM_LIST, ITEMS
+
+from .live import live_site
+from .pages import tick_answers
+from .surveys import add_survey, submit_answers
 
 QUESTION = "Is your mother's birthday in January, February or March?"
 
@@ -152,3 +160,97 @@ def test_they_cannot_be_set_by_epsilon_and_the_builder_does_not_offer_them_yet()
             DESIGNS[design].from_level("epsilon", 1.0, {"unrelated_question": QUESTION}, 2)
         assert caught.value.parameter == "epsilon"
         assert design not in builder_designs()
+
+
+# -- the respondent's page ----------------------------------------------------------------------------
+
+PAGE_SPEC = {
+    "title": "Exam",
+    "slug": "nrr-page",
+    "questions": [
+        {
+            "key": "cross",
+            "kind": "yes_no",
+            "text": "Did you cheat on the exam?",
+            "privacy": {"design": "crosswise", "unrelated_yes_rate": 90 / 365, "unrelated_question": QUESTION},
+        },
+        {
+            "key": "tri",
+            "kind": "yes_no",
+            "text": "Did you copy an essay?",
+            "privacy": {
+                "design": "triangular",
+                "unrelated_yes_rate": 0.3,
+                "unrelated_question": "Is the last digit of your phone number 0, 1 or 2?",
+                "allow_one_sided": True,
+            },
+        },
+    ],
+}
+
+
+def _fieldset(html: str, key: str) -> str:
+    start = html.index(f'id="question-{key}"')
+    return html[start : html.index("</fieldset>", start)]
+
+
+def test_the_page_asks_the_combined_question_and_draws_nothing(app, client):
+    slug = add_survey(app, PAGE_SPEC)
+    html = client.get(f"/s/{slug}").get_data(as_text=True)
+    for key, design in (("cross", "crosswise"), ("tri", "triangular")):
+        fieldset = _fieldset(html, key)
+        # not randomized in the page: no sampler, no true-answer form, the answer itself is posted
+        assert "data-randomized" not in fieldset and "data-sampler" not in fieldset
+        assert "data-true-answer" not in fieldset and "data-reported-for" not in fieldset
+        for code, label in enumerate(COMBINED_OPTIONS[design]):
+            assert f'name="q_{key}" value="{code}"' in fieldset
+            assert escape(label) in fieldset
+        assert f'aria-describedby="about-{key} instruction-{key}"' in fieldset
+    assert escape(QUESTION) in _fieldset(html, "cross") and "same or different" in _fieldset(html, "cross")
+    assert "circle only if both answers are “no”" in _fieldset(html, "tri")
+
+
+def test_a_posted_combined_answer_is_stored_as_the_report_code(app, client):
+    slug = add_survey(app, PAGE_SPEC)
+    submit_answers(client, slug, [{"cross": 0, "tri": 1}, {"cross": 1, "tri": 0}])
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        by_key = {q.id: q.key for q in survey.questions}
+        stored = sorted((by_key[a.question_id], a.value) for a in db.session.scalars(select(Answer)))
+    assert stored == [("cross", 0), ("cross", 1), ("tri", 0), ("tri", 1)]
+
+
+def test_only_the_combined_answer_is_posted(tmp_path_factory, browser):
+    """A real browser answers the combined questions: every request it makes is captured, and the one
+    POST carries the CSRF token, the submission key and exactly the ticked combined answers (the
+    report codes the estimator's rows expect), which the database then holds."""
+    ticked = {"cross": 0, "tri": 1}
+    with live_site(tmp_path_factory.mktemp("nrr"), "nrr-tests", lambda s: create_survey_from_spec(s, PAGE_SPEC)) as (
+        app,
+        base,
+    ):
+        context = browser.new_context()
+        page = context.new_page()
+        captured: list = []
+        context.on("request", lambda request: captured.append(request))
+        page.goto(f"{base}/s/nrr-page")
+        page.wait_for_function("!document.getElementById('submit-button').disabled")
+        tick_answers(page, ticked)
+        with page.expect_navigation():
+            page.click("#submit-button")
+        assert page.url == f"{base}/s/nrr-page/thanks", page.text_content("main")
+        posts = [r for r in captured if r.method == "POST"]
+        context.close()
+        assert len(posts) == 1
+        posted = dict(parse_qsl(posts[0].post_data, keep_blank_values=True))
+        assert set(posted) == {"csrf_token", "submission_key", "q_cross", "q_tri"}
+        assert {k: posted[f"q_{k}"] for k in ticked} == {k: str(v) for k, v in ticked.items()}
+        with app.app_context():
+            survey = db.session.scalar(select(Survey).where(Survey.slug == "nrr-page"))
+            rows = {q.key: q.mechanism().matrix for q in survey.questions}
+            by_key = {q.id: q.key for q in survey.questions}
+            stored = {by_key[a.question_id]: a.value for a in db.session.scalars(select(Answer))}
+        assert stored == ticked
+        # "same" (code 0) is the row P(same | yes) = p; the circle (code 1) the row a true "yes" never gives
+        assert rows["cross"][0].tolist() == pytest.approx([90 / 365, 275 / 365])
+        assert rows["tri"][1].tolist() == pytest.approx([0.0, 0.7])

@@ -117,6 +117,38 @@ def _warner_words(mechanism: Mechanism) -> str:
     return BROWSER_WORDS["warner"].format(truth=percent(p), opposite=percent(1 - p))
 
 
+#: The combined question's two answers, by design: code 0 (the matrix's "yes" row: "same", the
+#: triangle) first. The respondent picks one; it is what is sent.
+COMBINED_OPTIONS = {
+    "crosswise": (
+        N_("Same: “yes” to both questions, or “no” to both"),
+        N_("Different: “yes” to one question and “no” to the other"),
+    ),
+    "triangular": (
+        N_("Triangle: “yes” to at least one of the two questions"),
+        N_("Circle: “no” to both questions"),
+    ),
+}
+
+#: The one line above the combined question's answers: how to answer it, with the unrelated question.
+COMBINED_INSTRUCTIONS = {
+    "crosswise": N_(
+        "Think of your answer to this question and to a second one, “{unrelated}”, and say only whether the two "
+        "answers are the same or different."
+    ),
+    "triangular": N_(
+        "Think of your answer to this question and to a second one, “{unrelated}”, and pick the circle only if "
+        "both answers are “no”."
+    ),
+}
+
+
+def combined_instruction(mechanism: Mechanism) -> str:
+    """The one line telling a respondent how to answer a non-randomized design's combined question."""
+    unrelated = mechanism.parameters["unrelated_question"]
+    return COMBINED_INSTRUCTIONS[mechanism.design].format(unrelated=unrelated)
+
+
 def _combined_words(design: str) -> Callable[[Mechanism], str]:
     def words(mechanism: Mechanism) -> str:
         return BROWSER_WORDS[design].format(rate=percent(mechanism.parameters["unrelated_yes_rate"]))
