@@ -27,6 +27,7 @@ from survey.privacy.designs import DESIGNS
 from survey.privacy.mechanisms import ParameterError, mechanism_from_dict
 from survey.privacy.unrelated_items import ITEM_LIST, ITEMS
 
+from .builder import add, new_draft
 from .live import live_site
 from .pages import tick_answers
 from .surveys import add_survey, submit_answers
@@ -154,12 +155,12 @@ def test_the_spec_refuses_what_the_designs_cannot_take(app):
             db.session.rollback()
 
 
-def test_they_cannot_be_set_by_epsilon_and_the_builder_does_not_offer_them_yet():
+def test_they_cannot_be_set_by_epsilon_and_the_builder_offers_them():
     for design in ("crosswise", "triangular"):
         with pytest.raises(ParameterError) as caught:
             DESIGNS[design].from_level("epsilon", 1.0, {"unrelated_question": QUESTION}, 2)
         assert caught.value.parameter == "epsilon"
-        assert design not in builder_designs()
+        assert design in builder_designs()
 
 
 # -- the respondent's page ----------------------------------------------------------------------------
@@ -254,3 +255,72 @@ def test_only_the_combined_answer_is_posted(tmp_path_factory, browser):
         # "same" (code 0) is the row P(same | yes) = p; the circle (code 1) the row a true "yes" never gives
         assert rows["cross"][0].tolist() == pytest.approx([90 / 365, 275 / 365])
         assert rows["tri"][1].tolist() == pytest.approx([0.0, 0.7])
+
+
+# -- the builder ---------------------------------------------------------------------------------------
+
+YES_NO_FORM = {"kind": "yes_no", "text": "Did you cheat on the exam?", "required": "y"}
+
+
+def test_the_preview_describes_them_through_warners_machinery(signed_in):
+    rate = repr(90 / 365)
+    query = {"design": "crosswise", "kind": "yes_no", "unrelated_rate": rate, "unrelated_question": QUESTION}
+    shown = signed_in.get("/api/privacy/preview", query_string=query).json
+    assert shown["ok"], shown
+    assert shown["epsilon"] == pytest.approx(math.log(275 / 90))
+    warner = signed_in.get(
+        "/api/privacy/preview", query_string={"design": "warner", "kind": "yes_no", "truth_probability": rate}
+    ).json
+    # the same matrix: the same planned margin and respondents needed
+    assert (
+        shown["margin_text"] == warner["margin_text"]
+        and shown["respondents_needed_text"] == warner["respondents_needed_text"]
+    )
+    assert "same or different" in shown["description"]
+    query.update(design="triangular", unrelated_rate="0.3")
+    shown = signed_in.get("/api/privacy/preview", query_string=query).json
+    assert shown["one_sided"]
+    blank = signed_in.get("/api/privacy/preview", query_string={**query, "unrelated_question": " "})
+    assert blank.status_code == 400 and blank.json["field"] == "unrelated_question"
+    half = signed_in.get("/api/privacy/preview", query_string={**query, "design": "crosswise", "unrelated_rate": "0.5"})
+    assert half.status_code == 400 and half.json["field"] == "unrelated_rate"
+
+
+def test_the_builder_offers_the_presets_and_saves_a_typed_unrelated_question(app, signed_in):
+    slug = new_draft(signed_in)
+    page = signed_in.get(f"/surveys/{slug}/questions/new").text
+    for item in ITEM_LIST:
+        assert f'value="{item.id}"' in page and f'data-rate="{item.rate}"' in page
+        assert escape(item.source) in page
+    assert 'id="unrelated-preset-block"' in page and 'data-designs="crosswise triangular"' in page
+    # the ε choice is not offered for them: their ε follows from the rate
+    typed = "Is the last digit of your phone number 0, 1 or 2?"
+    add(
+        signed_in,
+        slug,
+        {
+            **YES_NO_FORM,
+            "design": "crosswise",
+            "set_by": "epsilon",
+            "epsilon": "2",
+            "unrelated_rate": "0.3",
+            "unrelated_question": typed,
+        },
+    )
+    data = {
+        **YES_NO_FORM,
+        "text": "Copied?",
+        "design": "triangular",
+        "unrelated_rate": "0.3",
+        "unrelated_question": typed,
+    }
+    refused = add(signed_in, slug, data, status=400)
+    assert "one-sided" in refused.text
+    add(signed_in, slug, {**data, "allow_one_sided": "y"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        privacy = [q["privacy"] for q in survey_to_spec(survey)["questions"]]
+    assert privacy == [
+        {"design": "crosswise", "unrelated_yes_rate": 0.3, "unrelated_question": typed},
+        {"design": "triangular", "unrelated_yes_rate": 0.3, "unrelated_question": typed, "allow_one_sided": True},
+    ]

@@ -445,7 +445,6 @@ DESIGNS: dict[str, Design] = {
             others=(UNRELATED_TEXT,),
             build=lambda s, labels: Crosswise(s.get("unrelated_yes_rate"), s.get("unrelated_question", "")),
             solve=_set_by_rate("crosswise"),
-            in_builder=False,
             combined=True,
         ),
         Design(
@@ -458,7 +457,6 @@ DESIGNS: dict[str, Design] = {
             others=(UNRELATED_TEXT,),
             build=lambda s, labels: Triangular(s.get("unrelated_yes_rate"), s.get("unrelated_question", "")),
             solve=_set_by_rate("triangular"),
-            in_builder=False,
             combined=True,
         ),
         _number_design(

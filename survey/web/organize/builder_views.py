@@ -30,6 +30,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name, kinds_served
+from survey.privacy.unrelated_items import ITEM_LIST
 
 from ..common import PROBLEM_JSON, commit_or_refuse, json_error, localized, me, see_other
 from . import bp
@@ -198,6 +199,8 @@ def _render_question(
             builder_kinds=builder_kinds(),
             show_for=builder_blocks(),
             set_by_designs=set_by_designs(),
+            combined_designs=[d.id for d in offered.values() if d.combined],
+            unrelated_items=ITEM_LIST,
             level_designs=level_designs(),
             input_attributes=input_attributes,
             alert=alert,
