@@ -209,6 +209,13 @@ def test_the_page_asks_the_combined_question_and_draws_nothing(app, client):
         assert f'aria-describedby="about-{key} instruction-{key}"' in fieldset
     assert escape(QUESTION) in _fieldset(html, "cross") and "same or different" in _fieldset(html, "cross")
     assert "circle only if both answers are “no”" in _fieldset(html, "tri")
+    summary = html[
+        html.index('id="randomization-explained"') : html.index("</p>", html.index('id="randomization-explained"'))
+    ]
+    assert "randomizes" not in summary and "No question in this survey is randomized" not in summary
+    assert "Questions 1 and 2 are" in summary and "nothing is drawn at random" in summary
+    # nothing random is drawn, so the page promises nothing about repeating random answers
+    assert 'id="memo-on"' not in html and "new random answers" not in html
 
 
 def test_a_posted_combined_answer_is_stored_as_the_report_code(app, client):

@@ -157,6 +157,16 @@ class SurveyPage:
         return [q for q in self.questions if q.randomized]
 
     @property
+    def drawn(self) -> list[QuestionView]:
+        """The questions whose report the browser draws at random (all randomized ones but the combined)."""
+        return [q for q in self.questions if q.randomized and not q.combined]
+
+    @property
+    def combined(self) -> list[QuestionView]:
+        """The non-randomized designs' combined questions (crosswise, triangular): nothing is drawn."""
+        return [q for q in self.questions if q.combined]
+
+    @property
     def randomized_numbers(self) -> list[QuestionView]:
         """The questions whose answer is a number randomized by a number mechanism (the page then
         loads the number sampler, static/js/respond/numbers.js)."""
