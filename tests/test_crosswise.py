@@ -218,6 +218,15 @@ def test_the_page_asks_the_combined_question_and_draws_nothing(app, client):
     assert 'id="memo-on"' not in html and "new random answers" not in html
 
 
+def test_the_privacy_page_says_nothing_is_drawn_for_them(app, client, user):
+    slug = add_survey(app, PAGE_SPEC)
+    signed = client.post("/auth/login", data={"username": "alice", "password": "correct horse battery"})
+    assert signed.status_code == 302
+    html = client.get(f"/s/{slug}/privacy").get_data(as_text=True)
+    assert "your browser <strong>randomizes" not in html
+    assert "asked together with an unrelated question" in html and html.count("Combined question") == 2
+
+
 def test_a_posted_combined_answer_is_stored_as_the_report_code(app, client):
     slug = add_survey(app, PAGE_SPEC)
     submit_answers(client, slug, [{"cross": 0, "tri": 1}, {"cross": 1, "tri": 0}])
