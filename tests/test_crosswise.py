@@ -340,3 +340,16 @@ def test_the_builder_offers_the_presets_and_saves_a_typed_unrelated_question(app
         {"design": "crosswise", "unrelated_yes_rate": 0.3, "unrelated_question": typed},
         {"design": "triangular", "unrelated_yes_rate": 0.3, "unrelated_question": typed, "allow_one_sided": True},
     ]
+
+
+def test_the_labelled_files_name_a_combined_questions_reports_by_its_answers(app):
+    """A researcher's codes are yes = 1, no = 0 (survey/domain/results/coding.py); a crosswise report
+    of 1 is then "same" (the "yes" row), and the SPSS/Stata value labels say so."""
+    from survey.domain.results.labelled import _labels
+
+    add_survey(app, PAGE_SPEC)
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "nrr-page"))
+        _, value_labels = _labels(survey)
+    assert value_labels["cross"] == {1: COMBINED_OPTIONS["crosswise"][0], 0: COMBINED_OPTIONS["crosswise"][1]}
+    assert value_labels["tri"] == {1: COMBINED_OPTIONS["triangular"][0], 0: COMBINED_OPTIONS["triangular"][1]}
