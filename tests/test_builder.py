@@ -542,13 +542,17 @@ def offered(html: str) -> tuple[set[str], dict[str, list[str]]]:
 
 def spec_accepts(app, kind: str, design: Design) -> bool:
     labels = ["yes", "no"] if kind == "yes_no" else ["a", "b", "c"]
-    others = {p.name: p.default if p.default is not None else 0.3 for p in design.others}
+    others = {p.name: "Is it?" if p.text else p.default if p.default is not None else 0.3 for p in design.others}
+    # a non-randomized design is set by its unrelated question's rate (its ε follows from it)
+    set_by, level = (design.level.name, design.level.default) if design.combined else ("epsilon", 1.0)
     question = {
         "key": "q",
         "kind": kind,
         "text": "?",
-        "privacy": design.from_level("epsilon", 1.0, others, len(labels)),
+        "privacy": design.from_level(set_by, level, others, len(labels)),
     }
+    if design.combined and math.isinf(design.mechanism(question["privacy"], labels).epsilon):
+        question["privacy"]["allow_one_sided"] = True
     if kind == "rr_number":
         question["minimum"], question["maximum"] = 0, 30
     elif kind != "yes_no":
@@ -568,9 +572,10 @@ def test_the_builder_offers_every_design_the_spec_accepts_for_each_kind(app, sig
     response and the unrelated question. Now both read the registry."""
     designs, by_kind = offered(signed_in.get(f"/surveys/{draft}/questions/new").text)
     # every design serving a kind the builder offers: the randomized number's designs of numbers too
-    assert designs == set(builder_designs()) == set(DESIGNS)
+    # (a design the form cannot make yet says so in the registry: in_builder=False)
+    assert designs == set(builder_designs()) == {d.id for d in DESIGNS.values() if d.in_builder}
     for kind in ("yes_no", "choice", "rr_number"):
-        accepted = [d.id for d in DESIGNS.values() if spec_accepts(app, kind, d)]
+        accepted = [d.id for d in DESIGNS.values() if d.in_builder and spec_accepts(app, kind, d)]
         assert by_kind[kind] == accepted, kind
     assert by_kind["rr_number"] == [d.id for d in DESIGNS.values() if d.numbers]
     assert set(by_kind["yes_no"]) | set(by_kind["choice"]) | set(by_kind["rr_number"]) == set(builder_designs())
@@ -581,18 +586,29 @@ def _form_for(design: Design, kind: str) -> dict:
     data = {**base, "design": design.id, "set_by": "epsilon", "epsilon": "1.5"}
     data["text"] = f"{design.id} on {kind}?"
     for p in design.others:
-        data[p.field] = "0.3" if p.default is None else str(p.default)
+        data[p.field] = "Is it?" if p.text else "0.3" if p.default is None else str(p.default)
+    if design.combined:  # set by its unrelated question's rate, ε following from it
+        data.update(set_by=design.level.field, epsilon="")
+        data[design.level.field] = repr(design.level.default)
+        if design.id == "triangular":
+            data["allow_one_sided"] = "y"
     return data
 
 
 @pytest.mark.parametrize("kind", ["yes_no", "choice", "rr_number"])
 def test_every_design_a_kind_is_offered_is_saved_through_the_builder(app, signed_in, draft, kind):
-    for design in DESIGNS.values():
+    for design in builder_designs().values():
         if kind in design.kinds:
             add(signed_in, draft, _form_for(design, kind))
     stored = snapshot(app, draft)["questions"]
-    assert [q["design"]["name"] for q in stored] == [d.id for d in DESIGNS.values() if kind in d.kinds]
-    assert all(q["design"]["epsilon"] == pytest.approx(1.5) for q in stored)
+    assert [q["design"]["name"] for q in stored] == [d.id for d in builder_designs().values() if kind in d.kinds]
+    epsilons = {q["design"]["name"]: q["design"]["epsilon"] for q in stored}
+    assert all(
+        epsilons[d.id] == pytest.approx(1.5) for d in builder_designs().values() if d.id in epsilons and not d.combined
+    )
+    if kind == "yes_no":  # the non-randomized designs: ε of the preset's rate (crosswise), ∞ (triangular)
+        p = DESIGNS["crosswise"].level.default
+        assert epsilons["crosswise"] == pytest.approx(abs(math.log(p / (1 - p)))) and epsilons["triangular"] is None
 
 
 def test_every_design_is_edited_by_its_own_inputs_and_saving_it_unchanged_changes_nothing(app, signed_in, draft):

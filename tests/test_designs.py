@@ -21,18 +21,20 @@ def labels(kind: str, k: int = 4) -> list[str]:
 
 def others(design, k: int) -> dict:
     """Valid values for the parameters given in every case (their defaults, or a middling value)."""
-    return {p.name: 0.3 if p.default is None else p.default for p in design.others}
+    return {p.name: "Is it?" if p.text else 0.3 if p.default is None else p.default for p in design.others}
 
 
 #: The matrix designs, by the kinds they serve (the designs of numbers are tested below).
 CASES = [(d, kind) for d in DESIGNS.values() if not d.numbers for kind in d.kinds]
+#: Those an organizer may set by ε (a non-randomized design's ε follows from its unrelated question).
+BY_EPSILON = [(d, kind) for d, kind in CASES if not d.combined]
 NUMBER_DESIGNS = [d for d in DESIGNS.values() if d.numbers]
 BOUNDS = (0, 30)
 
 
 def test_every_kind_a_design_serves_is_offered_and_nothing_else():
     assert kinds_served() == {
-        "yes_no": ["coin_flip", "warner", "unrelated_question", "grr"],
+        "yes_no": ["coin_flip", "warner", "unrelated_question", "grr", "crosswise", "triangular"],
         "choice": ["grr", "forced_response"],
         "rr_number": ["hybrid", "duchi", "piecewise", "laplace"],
     }
@@ -40,7 +42,7 @@ def test_every_kind_a_design_serves_is_offered_and_nothing_else():
     assert design_name("grr") == DESIGNS["grr"].name and design_name("custom") == "Custom matrix"
 
 
-@pytest.mark.parametrize("design, kind", CASES, ids=[f"{d.id}-{kind}" for d, kind in CASES])
+@pytest.mark.parametrize("design, kind", BY_EPSILON, ids=[f"{d.id}-{kind}" for d, kind in BY_EPSILON])
 @pytest.mark.parametrize("epsilon", LEVELS)
 def test_set_by_epsilon_the_matrix_has_that_epsilon(design, kind, epsilon):
     names = labels(kind)
@@ -52,6 +54,15 @@ def test_set_by_epsilon_the_matrix_has_that_epsilon(design, kind, epsilon):
     # what is stored (the mechanism's own parameters) rebuilds the very same matrix
     again = mechanism_from_dict(mechanism.to_dict())
     np.testing.assert_allclose(again.matrix, mechanism.matrix, rtol=0, atol=1e-15)
+
+
+def test_a_non_randomized_design_is_not_set_by_epsilon():
+    combined = [d for d, _ in CASES if d.combined]
+    assert [d.id for d in combined] == ["crosswise", "triangular"]
+    for design in combined:
+        with pytest.raises(ParameterError) as caught:
+            design.from_level("epsilon", 1.0, others(design, 2), 2)
+        assert caught.value.parameter == "epsilon"
 
 
 @pytest.mark.parametrize("design, kind", CASES, ids=[f"{d.id}-{kind}" for d, kind in CASES])
@@ -74,6 +85,8 @@ def test_values_outside_a_parameters_range_are_refused_naming_it(design, kind):
     names = labels(kind)
     k = len(names)
     for parameter in design.parameters:
+        if parameter.text:  # a question in words (the spec's own check refuses anything else)
+            continue
         for bad in _outside(parameter):
             assert not parameter.contains(bad)
             given = others(design, k)

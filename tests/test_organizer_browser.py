@@ -21,9 +21,10 @@ from survey.domain.models import Membership, Survey, User
 from survey.domain.surveys.preview import labels_for, points_text, probability_text
 from survey.domain.surveys.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
-from survey.privacy import CoinFlip, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
+from survey.privacy import CoinFlip, Crosswise, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
 from survey.privacy.number_planning import number_margin
 from survey.privacy.numeric import HybridNumber
+from survey.privacy.unrelated_items import ITEMS
 
 from .live import live_site
 from .pages import axe_violations, new_page, sign_in
@@ -330,6 +331,58 @@ def test_organizer_says_who_is_asking_when_creating_a_survey(live_server, browse
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         assert (survey.run_by, survey.contact) == ("Sleep Lab, University of Example", "sleep-lab@example.org")
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.context.close()
+
+
+def test_organizer_builds_a_crosswise_question_from_a_preset_and_edits_it(live_server, browser):
+    """The crosswise model: no "set the level by" choice (its unrelated question's rate sets it), a
+    preset fills the unrelated question's words and rate, both stay editable, and the preview shows
+    Warner's ε at that rate and the words a respondent will read."""
+    app, base = live_server
+    page = new_page(browser)
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/new")
+    page.fill("#title", "Crosswise")
+    with page.expect_navigation():
+        page.click("text=Create draft")
+    slug = re.search(r"/surveys/([^/]+)/build$", page.url).group(1)
+
+    page.click("#add-question")
+    page.fill("#text", "Did you cheat on the exam?")
+    page.select_option("#design", "crosswise")
+    expect(page.locator("#set-by-block")).to_be_hidden()
+    expect(page.locator("#unrelated-preset-block")).to_be_visible()
+    preset = ITEMS["phone_last_digit_0_2"]
+    page.select_option("#unrelated-preset", preset.id)
+    expect(page.locator("#unrelated_question")).to_have_value(preset.text)
+    expect(page.locator("#unrelated_rate")).to_have_value(str(preset.rate))
+    crosswise = Crosswise(preset.rate, preset.text)
+    expect(preview_text(page, "epsilon")).to_have_text(f"{crosswise.epsilon:.2f}")
+    expect(preview_text(page, "description")).to_have_text(describe_design(crosswise))
+    # edited: a rate of its own
+    page.fill("#unrelated_rate", "0.2")
+    expect(preview_text(page, "epsilon")).to_have_text(f"{Crosswise(0.2).epsilon:.2f}")
+    with page.expect_navigation():
+        page.click("text=Add question")
+    assert not page.csp_errors, page.csp_errors
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        (question,) = survey.questions
+        assert question.design.mechanism_name == "crosswise"
+        assert question.design.parameters == {"unrelated_yes_rate": 0.2, "unrelated_question": preset.text}
+        key = question.key
+    page.context.close()
+    # the form with the crosswise design, and its respondent's page, stay accessible
+    page = new_page(browser, bypass_csp=True)  # bypass: only so that axe itself can be injected
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/{slug}/questions/{key}/edit")
+    expect(page.locator("#unrelated-preset-block")).to_be_visible()
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.goto(f"{base}/s/{slug}/preview")
+    expect(page.locator(f"#instruction-{key}")).to_contain_text(preset.text)
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
     page.context.close()

@@ -300,6 +300,7 @@ MESSAGES: dict[str, Message] = {
     "spec.not_boolean": Message(400, N_("must be true or false")),
     "spec.not_number": Message(400, N_("must be a number, got {value!r}")),
     "spec.not_object": Message(400, N_("must be an object")),
+    "spec.not_text": Message(400, N_("must be a question in words, got {value!r}")),
     "spec.not_survey": Message(400, N_("the spec must be a JSON object with a title and questions")),
     "spec.number_has_no_options": Message(400, N_("a number question has a range (minimum and maximum), not options")),
     "spec.number_has_no_privacy": Message(400, N_("a number question is asked plainly and has no privacy settings")),

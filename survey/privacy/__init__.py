@@ -40,9 +40,11 @@ from .estimation import (
 from .interface import BoundedNumbers, Codes, Randomizer, ReportDomain
 from .mechanisms import (
     CoinFlip,
+    Crosswise,
     ForcedResponse,
     GeneralizedRR,
     Mechanism,
+    Triangular,
     UnrelatedQuestion,
     Warner,
     epsilon_of_matrix,
@@ -74,6 +76,7 @@ __all__ = [
     "Codes",
     "CoinFlip",
     "ConfidenceSequence",
+    "Crosswise",
     "Estimate",
     "ForcedResponse",
     "GeneralizedRR",
@@ -84,6 +87,7 @@ __all__ = [
     "RRLogisticResult",
     "Randomizer",
     "ReportDomain",
+    "Triangular",
     "UnrelatedQuestion",
     "Warner",
     "anytime_test",

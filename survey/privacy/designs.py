@@ -33,14 +33,17 @@ from typing import Any
 
 from .mechanisms import (
     CoinFlip,
+    Crosswise,
     ForcedResponse,
     GeneralizedRR,
     Mechanism,
     ParameterError,
+    Triangular,
     UnrelatedQuestion,
     Warner,
 )
 from .numeric import NUMBER_MECHANISMS, WholeCodes
+from .unrelated_items import DEFAULT_ITEM
 
 __all__ = [
     "DESIGNS",
@@ -86,6 +89,8 @@ class Parameter:
     #: one ("The truth probability must be …"); the label itself when not given.
     phrase: str | None = None
     subject: str | None = None
+    #: A text (the unrelated question's wording), not a number: ``default`` and the bounds do not apply.
+    text: bool = False
 
     @property
     def field(self) -> str:
@@ -134,6 +139,11 @@ class Design:
     #: For a design of numbers (:mod:`.numeric`: its reports are codes on a grid, whatever its ε and
     #: the question's range), the domain of its reports; None for a matrix (its codes are options).
     reports: WholeCodes | None = None
+    #: Whether the builder's form offers it yet (a spec may hold it either way).
+    in_builder: bool = True
+    #: Whether nothing is drawn at random: the respondent answers a combined question whose answer
+    #: is the report (the non-randomized response designs).
+    combined: bool = False
 
     @property
     def numbers(self) -> bool:
@@ -262,6 +272,47 @@ def _number_design(design: str, name: str, summary: str) -> Design:
     )
 
 
+#: The non-randomized designs' level: the unrelated question's known "yes" rate (Warner's ``p`` for
+#: the crosswise model).
+UNRELATED_RATE = Parameter(
+    "unrelated_yes_rate",
+    "“Yes” rate of the unrelated question",
+    "How often the unrelated question is answered “yes”, known in advance (for example 90/365 = 0.2466 "
+    "for “is your mother's birthday in January–March?”).",
+    low_open=True,
+    high_open=True,
+    default=DEFAULT_ITEM.rate,
+    input="unrelated_rate",
+    phrase="the “yes” rate of the unrelated question",
+    subject="The “yes” rate of the unrelated question",
+    rule="a number above 0 and below 1 other than 0.5, for example 0.2466 (at 0.5 a crosswise answer says nothing)",
+)
+
+#: The unrelated question's wording, which the respondent reads inside the combined question.
+UNRELATED_TEXT = Parameter(
+    "unrelated_question",
+    "Unrelated question",
+    "A question whose “yes” rate is known and whose answer nobody else knows.",
+    phrase="the unrelated question",
+    subject="The unrelated question",
+    rule="a question in words",
+    text=True,
+)
+
+
+def _set_by_rate(design: str) -> Callable[[float, Mapping[str, Any], int], Any]:
+    """The solver of a non-randomized design: its ε follows from the unrelated question's rate, which
+    is a fact about that question, so it cannot be chosen to meet an ε."""
+
+    def solve(epsilon: float, others: Mapping[str, Any], k: int) -> Any:
+        raise ParameterError(
+            EPSILON.name,
+            f"a {design} design is set by its unrelated question's “yes” rate, not by ε",
+        )
+
+    return solve
+
+
 DESIGNS: dict[str, Design] = {
     d.id: d
     for d in (
@@ -383,6 +434,30 @@ DESIGNS: dict[str, Design] = {
             others=(),
             build=lambda s, labels: ForcedResponse(s.get("forced", ()), labels=labels),
             solve=lambda eps, o, k: ForcedResponse.from_epsilon(eps, k).parameters["forced"],
+        ),
+        Design(
+            id="crosswise",
+            name="Crosswise (non-randomized)",
+            summary="The respondent says only whether their answers to the question and to an unrelated one "
+            "with a known “yes” rate are the same or different; nothing is drawn at random.",
+            kinds=("yes_no",),
+            level=UNRELATED_RATE,
+            others=(UNRELATED_TEXT,),
+            build=lambda s, labels: Crosswise(s.get("unrelated_yes_rate"), s.get("unrelated_question", "")),
+            solve=_set_by_rate("crosswise"),
+            combined=True,
+        ),
+        Design(
+            id="triangular",
+            name="Triangular (non-randomized, one-sided)",
+            summary="The respondent picks the circle if their answers to the question and to an unrelated one "
+            "are both “no”, else the triangle; only a “yes” is protected.",
+            kinds=("yes_no",),
+            level=UNRELATED_RATE,
+            others=(UNRELATED_TEXT,),
+            build=lambda s, labels: Triangular(s.get("unrelated_yes_rate"), s.get("unrelated_question", "")),
+            solve=_set_by_rate("triangular"),
+            combined=True,
         ),
         _number_design(
             "hybrid",

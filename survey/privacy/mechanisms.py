@@ -475,6 +475,106 @@ class Warner(Mechanism):
         return {"p": self._p}
 
 
+def _check_unrelated_text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise ParameterError("unrelated_question", f"the unrelated question must be text, got {text!r}")
+    return text.strip()
+
+
+class Crosswise(Warner):
+    """The crosswise model (Yu, Tian & Tang 2008), a non-randomized response design.
+
+    The respondent is asked the sensitive question and an unrelated one whose "yes" rate
+    ``unrelated_yes_rate`` (``p``) is known ("is your mother's birthday in January–March?") and
+    says only whether their two answers are the SAME or DIFFERENT. Nothing is drawn at random: the
+    unrelated answer is the noise. Reporting "same" is code 0 (the ``"yes"`` row), "different"
+    code 1, so P("same" | yes) = p and P("same" | no) = 1 − p: Warner's matrix with that ``p``,
+    and ε = |ln(p / (1 − p))|. ``p`` lies strictly between 0 and 1 and differs from 1/2.
+
+        >>> Crosswise(0.25).matrix.tolist()
+        [[0.25, 0.75], [0.75, 0.25]]
+    """
+
+    design = "crosswise"
+
+    def __init__(self, unrelated_yes_rate: float, unrelated_question: str = "") -> None:
+        p = _check_probability("unrelated_yes_rate", unrelated_yes_rate)
+        if p in (0.0, 1.0):
+            raise ParameterError(
+                "unrelated_yes_rate",
+                "the unrelated question's “yes” rate must lie strictly between 0 and 1: at 0 or 1 “same” "
+                "gives the answer away",
+            )
+        if abs(p - 0.5) < 1e-9:
+            raise ParameterError(
+                "unrelated_yes_rate",
+                "the unrelated question's “yes” rate must differ from 1/2: at 1/2 “same” says nothing",
+            )
+        self._text = _check_unrelated_text(unrelated_question)
+        super().__init__(p)
+
+    @property
+    def unrelated_yes_rate(self) -> float:
+        return self._p
+
+    @property
+    def unrelated_question(self) -> str:
+        return self._text
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {"unrelated_yes_rate": self._p, "unrelated_question": self._text}
+
+    def sampler(self) -> dict[str, Any]:
+        """Nothing is drawn: the respondent answers the combined question and its code is the report
+        (``"combined"``; a page that does not know it refuses to send anything)."""
+        return {"sampler": "combined"}
+
+
+class Triangular(Mechanism):
+    """The triangular model (Yu, Tian & Tang 2008), a non-randomized response design.
+
+    The respondent picks the "circle" if their answers to the sensitive question and to an unrelated
+    one (known "yes" rate ``p``) are both "no", and the "triangle" otherwise. The triangle is code 0
+    (the ``"yes"`` row): P(triangle | yes) = 1, P(triangle | no) = p. A circle can only come from a
+    true "no", so only "yes" is protected: one-sided (ε = ∞). ``p`` lies strictly between 0 and 1.
+
+        >>> Triangular(0.25).matrix.tolist()
+        [[1.0, 0.25], [0.0, 0.75]]
+    """
+
+    design = "triangular"
+
+    def __init__(self, unrelated_yes_rate: float, unrelated_question: str = "") -> None:
+        p = _check_probability("unrelated_yes_rate", unrelated_yes_rate)
+        if p in (0.0, 1.0):
+            raise ParameterError(
+                "unrelated_yes_rate",
+                "the unrelated question's “yes” rate must lie strictly between 0 and 1 (at 0 the answer is "
+                "sent as it is; at 1 everyone picks the triangle)",
+            )
+        self._p = p
+        self._text = _check_unrelated_text(unrelated_question)
+        super().__init__([[1.0, p], [0.0, 1.0 - p]], labels=YES_NO)
+
+    @property
+    def unrelated_yes_rate(self) -> float:
+        return self._p
+
+    @property
+    def unrelated_question(self) -> str:
+        return self._text
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {"unrelated_yes_rate": self._p, "unrelated_question": self._text}
+
+    def sampler(self) -> dict[str, Any]:
+        """Nothing is drawn: the respondent answers the combined question and its code is the report
+        (``"combined"``; a page that does not know it refuses to send anything)."""
+        return {"sampler": "combined"}
+
+
 class GeneralizedRR(Mechanism):
     """Generalized randomized response (k-RR, direct encoding) for a question with ``k`` options.
 

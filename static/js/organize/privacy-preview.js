@@ -54,11 +54,20 @@
     return !el.dataset.designs || el.dataset.designs.split(" ").indexOf(design) >= 0;
   }
 
-  /* The way the level is set: the checked choice, if the chosen design offers it; otherwise ε. */
+  /* The way the level is set: the checked choice, if the chosen design offers it; otherwise ε, or,
+   * for a design that ε cannot set (a non-randomized one: its unrelated question's rate), its own. */
   function setBy(design) {
     var checked = form.querySelector("input[name='set_by']:checked");
     var row = checked && checked.closest("[data-designs]");
-    return checked && (!row || forDesign(row, design)) ? checked.value : "epsilon";
+    if (checked && (!row || forDesign(row, design))) return checked.value;
+    var ways = Array.prototype.filter.call(form.querySelectorAll("input[name='set_by']"), function (input) {
+      var own = input.closest("[data-designs]");
+      return !own || forDesign(own, design);
+    });
+    var values = ways.map(function (input) {
+      return input.value;
+    });
+    return values.indexOf("epsilon") >= 0 || !values.length ? "epsilon" : values[0];
   }
 
   /* Show the inputs that apply; offer only the designs the kind allows. */
@@ -215,6 +224,20 @@
     arrange(); /* what is shown follows at once; only the question to the server waits */
     clearTimeout(timer);
     timer = setTimeout(update, DELAY);
+  }
+
+  /* A preset unrelated question fills its words and "yes" rate (the form's inputs, still editable)
+   * before the form's own listener asks for the preview. */
+  var preset = document.getElementById("unrelated-preset");
+  if (preset) {
+    preset.addEventListener("change", function () {
+      var option = preset.options[preset.selectedIndex];
+      if (!option || !option.value) return;
+      var text = form.elements.namedItem("unrelated_question");
+      var rate = form.elements.namedItem("unrelated_rate");
+      if (text) text.value = option.dataset.text;
+      if (rate) rate.value = option.dataset.rate;
+    });
   }
 
   form.addEventListener("input", schedule);

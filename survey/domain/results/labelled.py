@@ -27,9 +27,10 @@ import pyreadstat
 from sqlalchemy.orm import Session
 
 from survey.domain.models import Survey
-from survey.domain.results.coding import researcher_options
+from survey.domain.results.coding import researcher_options, stored_order
 from survey.domain.results.exports import MICRODATA_FIXED_COLUMNS, microdata_columns, microdata_rows
 from survey.domain.surveys.variable_names import variable_names
+from survey.domain.surveys.wording import COMBINED_OPTIONS
 
 #: Stata's limit on a variable label and the file's label: 80 characters.
 STATA_LABEL_LIMIT = 80
@@ -83,7 +84,10 @@ def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
     for q in survey.questions:
         randomized = " [randomized report]" if q.is_randomized else ""
         column_labels[names[q.key]] = f"{q.text}{randomized}"
-        if q.kind_entry.has_options:
+        combined = COMBINED_OPTIONS.get(q.design.mechanism_name) if q.design is not None else None
+        if combined is not None:  # a combined question's reports are its combined answers ("same", ...)
+            value_labels[names[q.key]] = {code: combined[stored] for code, stored in enumerate(stored_order(q))}
+        elif q.kind_entry.has_options:
             value_labels[names[q.key]] = {o["code"]: o["label"] for o in researcher_options(q)}
     return column_labels, value_labels
 

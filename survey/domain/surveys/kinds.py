@@ -333,9 +333,13 @@ def builder_blocks() -> dict[str, str]:
 
 
 def builder_designs() -> dict[str, Any]:
-    """The designs the builder's form offers: those serving a kind it offers (:attr:`Kind.in_builder`),
-    id → design, in registry order."""
-    return {d.id: d for d in DESIGNS.values() if any(REGISTRY[k].in_builder for k in d.kinds if k in REGISTRY)}
+    """The designs the builder's form offers: those serving a kind it offers (:attr:`Kind.in_builder`)
+    that it can make (:attr:`~survey.privacy.designs.Design.in_builder`), id → design, in registry order."""
+    return {
+        d.id: d
+        for d in DESIGNS.values()
+        if d.in_builder and any(REGISTRY[k].in_builder for k in d.kinds if k in REGISTRY)
+    }
 
 
 def builder_kinds() -> dict[str, dict[str, Any]]:

@@ -108,6 +108,8 @@ def _typed(design: Design, name: str, typed: Any, k: int) -> Any:
     """What was typed for the spec parameter ``name`` of ``design`` (or ε), as a number or list."""
     parameter = design.parameter(name)
     assert parameter is not None
+    if parameter.text:  # words (the spec refuses blank ones, at this parameter)
+        return "" if typed is None else str(typed).strip()
     what = parameter.label[:1].lower() + parameter.label[1:]
     if parameter.per_option:
         return _values(typed, k, HERE, "privacy", name, name=parameter.field, what=what)

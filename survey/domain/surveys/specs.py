@@ -124,6 +124,10 @@ def design_mechanism(
     for name in sorted(design.spec_fields & set(privacy)):
         value = privacy[name]
         parameter = design.parameter(name)
+        if parameter is not None and parameter.text:
+            if not isinstance(value, str) or not value.strip():
+                raise place.error("spec.not_text", "privacy", name, value=value)
+            continue
         if parameter is not None and parameter.per_option:
             if not isinstance(value, list) or len(value) != len(labels):
                 raise place.error("spec.probabilities_count", "privacy", name, count=len(labels))

@@ -78,6 +78,14 @@ BROWSER_WORDS = {
         "option drawn at random with fixed chances."
     ),
     "custom": N_("Before anything is sent, your browser replaces your answer by a random draw that depends on it."),
+    "crosswise": N_(
+        "Nothing is drawn at random: you say only whether your two answers are the same or different, and "
+        "{rate} of people answer “yes” to the second question, so “same” does not tell which answer is yours."
+    ),
+    "triangular": N_(
+        "Nothing is drawn at random: you pick the circle only if both answers are “no”, and {rate} of people "
+        "answer “yes” to the second question, so the triangle does not tell which answer is yours."
+    ),
     "hybrid": N_(
         "Before anything is sent, your browser replaces your number by a random number: usually one near it, "
         "sometimes one of two numbers beyond the ends of the range. Only averages over many people are accurate."
@@ -109,6 +117,45 @@ def _warner_words(mechanism: Mechanism) -> str:
     return BROWSER_WORDS["warner"].format(truth=percent(p), opposite=percent(1 - p))
 
 
+#: The combined question's two answers, by design: code 0 (the matrix's "yes" row: "same", the
+#: triangle) first. The respondent picks one; it is what is sent.
+COMBINED_OPTIONS = {
+    "crosswise": (
+        N_("Same: “yes” to both questions, or “no” to both"),
+        N_("Different: “yes” to one question and “no” to the other"),
+    ),
+    "triangular": (
+        N_("Triangle: “yes” to at least one of the two questions"),
+        N_("Circle: “no” to both questions"),
+    ),
+}
+
+#: The one line above the combined question's answers: how to answer it, with the unrelated question.
+COMBINED_INSTRUCTIONS = {
+    "crosswise": N_(
+        "Think of your answer to this question and to a second one, “{unrelated}”, and say only whether the two "
+        "answers are the same or different."
+    ),
+    "triangular": N_(
+        "Think of your answer to this question and to a second one, “{unrelated}”, and pick the circle only if "
+        "both answers are “no”."
+    ),
+}
+
+
+def combined_instruction(mechanism: Mechanism) -> str:
+    """The one line telling a respondent how to answer a non-randomized design's combined question."""
+    unrelated = mechanism.parameters["unrelated_question"]
+    return COMBINED_INSTRUCTIONS[mechanism.design].format(unrelated=unrelated)
+
+
+def _combined_words(design: str) -> Callable[[Mechanism], str]:
+    def words(mechanism: Mechanism) -> str:
+        return BROWSER_WORDS[design].format(rate=percent(mechanism.parameters["unrelated_yes_rate"]))
+
+    return words
+
+
 def _grr_words(mechanism: Mechanism) -> str:
     p = mechanism.truth_probability
     others = mechanism.k - 1
@@ -129,6 +176,8 @@ DESIGN_WORDS: dict[str, Callable[[Mechanism], str]] = {
     "unrelated_question": _coin_words,
     "grr": _grr_words,
     "forced_response": _forced_words,
+    "crosswise": _combined_words("crosswise"),
+    "triangular": _combined_words("triangular"),
     # the designs of numbers: the same words whatever ε (ε is stated beside them)
     "hybrid": lambda mechanism: BROWSER_WORDS["hybrid"],
     "duchi": lambda mechanism: BROWSER_WORDS["duchi"],

@@ -102,7 +102,10 @@ class MoveForm(FlaskForm):
 
 
 def _exact(value: Any) -> str:
-    """A stored parameter as text that parses back to exactly the same float (or list of floats)."""
+    """A stored parameter as text that parses back to exactly the same float (or list of floats); a
+    text parameter (the unrelated question) as it is."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, list):
         return ", ".join(_exact(v) for v in value)
     return repr(float(value))
@@ -120,6 +123,8 @@ class ParameterInput:
     low: float
     high: float
     default: float | None = None
+    #: Words, not a number (the unrelated question of the non-randomized designs).
+    text: bool = False
     designs: list[str] = field(default_factory=list)
     #: (design ids, hint) pairs: the hint of each design, designs saying the same thing together.
     hints: list[tuple[str, str]] = field(default_factory=list)
@@ -136,7 +141,7 @@ def parameter_inputs() -> list[ParameterInput]:
                     continue
                 item = inputs.setdefault(
                     p.field,
-                    ParameterInput(p.field, p.label, role == "level", p.per_option, p.low, p.high, p.default),
+                    ParameterInput(p.field, p.label, role == "level", p.per_option, p.low, p.high, p.default, p.text),
                 )
                 item.designs.append(design.id)
                 for i, (ids, hint) in enumerate(item.hints):
@@ -150,7 +155,8 @@ def parameter_inputs() -> list[ParameterInput]:
 
 def set_by_designs() -> dict[str, list[str]]:
     """For each way of setting the level (ε, or an input), the designs it applies to."""
-    ways: dict[str, list[str]] = {EPSILON.name: list(builder_designs())}
+    # a non-randomized design is set by its unrelated question's rate alone: ε follows from it
+    ways: dict[str, list[str]] = {EPSILON.name: [d.id for d in builder_designs().values() if not d.combined]}
     for design in builder_designs().values():
         if design.level.field != EPSILON.name:
             ways.setdefault(design.level.field, []).append(design.id)
@@ -159,12 +165,14 @@ def set_by_designs() -> dict[str, list[str]]:
 
 def level_designs() -> list[str]:
     """The designs whose level may be set by something other than ε (the "set the level by" choice
-    is shown for them; a design of numbers is set by ε alone)."""
-    return [d.id for d in builder_designs().values() if d.level.field != EPSILON.name]
+    is shown for them; a design of numbers is set by ε alone, a non-randomized one by its rate alone)."""
+    return [d.id for d in builder_designs().values() if d.level.field != EPSILON.name and not d.combined]
 
 
 def input_attributes(item: ParameterInput) -> dict[str, Any]:
     """HTML attributes of a parameter's input: a number box with its range, or text for a list."""
+    if item.text:
+        return {"autocomplete": "off"}
     if item.per_option:
         return {"autocomplete": "off", "spellcheck": "false"}
     attrs: dict[str, Any] = {"type": "number", "step": "any", "inputmode": "decimal"}
@@ -277,7 +285,7 @@ class QuestionForm(BuilderForm):
     def chosen_set_by(self) -> str:
         """The input the level was set by: ε, or the chosen design's level input."""
         design = self.chosen
-        if design is not None and self.set_by.data == design.level.field:
+        if design is not None and (self.set_by.data == design.level.field or design.combined):
             return design.level.field
         return EPSILON.name
 

@@ -22,7 +22,7 @@ from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Question, Survey
 from survey.domain.surveys import builder
 from survey.domain.surveys.budget import question_planning, survey_budget
-from survey.domain.surveys.kinds import LISTED, REGISTRY, builder_blocks, builder_kinds
+from survey.domain.surveys.kinds import LISTED, REGISTRY, builder_blocks, builder_designs, builder_kinds
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.outline import first_labels, option_counts, question_list
 from survey.domain.surveys.preview import count_text, error_json, points_text, preview, times_text
@@ -30,6 +30,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name, kinds_served
+from survey.privacy.unrelated_items import ITEM_LIST
 
 from ..common import PROBLEM_JSON, commit_or_refuse, json_error, localized, me, see_other
 from . import bp
@@ -174,6 +175,7 @@ def _render_question(
     survey: Survey, question: Question | None, form: QuestionForm, *, alert: str | None = None, status: int = 200
 ):
     total = survey.total_epsilon()
+    offered = builder_designs()
     shown = _form_preview(form, survey, question)
     if shown and shown["ok"] and shown["derived"]["input"]:
         # Show the parameter that follows in its own (read-only with JavaScript) input as well.
@@ -191,10 +193,14 @@ def _render_question(
             preview=shown,
             frozen=not survey.is_draft,
             total_epsilon=epsilon_text(total),
-            designs_by_kind={k: ids for k, ids in kinds_served().items() if REGISTRY[k].in_builder},
+            designs_by_kind={
+                k: [i for i in ids if i in offered] for k, ids in kinds_served().items() if REGISTRY[k].in_builder
+            },
             builder_kinds=builder_kinds(),
             show_for=builder_blocks(),
             set_by_designs=set_by_designs(),
+            combined_designs=[d.id for d in offered.values() if d.combined],
+            unrelated_items=ITEM_LIST,
             level_designs=level_designs(),
             input_attributes=input_attributes,
             alert=alert,

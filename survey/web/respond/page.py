@@ -16,8 +16,16 @@ from dataclasses import dataclass
 
 from survey.domain.models import Question, Survey
 from survey.domain.surveys.kinds import Kind
-from survey.domain.surveys.wording import deniability_line, describe_design, epsilon_text, total_deniability_sentence
+from survey.domain.surveys.wording import (
+    COMBINED_OPTIONS,
+    combined_instruction,
+    deniability_line,
+    describe_design,
+    epsilon_text,
+    total_deniability_sentence,
+)
 from survey.privacy import Mechanism, Randomizer
+from survey.privacy.designs import DESIGNS
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
 #: secret this browser keeps, so the same browser sending the same answer again repeats its report.
@@ -47,6 +55,18 @@ class QuestionView:
     @property
     def epsilon(self) -> str:
         return epsilon_text(self.mechanism.epsilon) if self.mechanism else ""
+
+    @property
+    def combined(self) -> bool:
+        """Whether it is a non-randomized design's combined question (crosswise, triangular): nothing is
+        drawn; the respondent's answer to the combined question is the report, posted as it is."""
+        design = DESIGNS.get(getattr(self.mechanism, "design", ""))
+        return design is not None and design.combined
+
+    @property
+    def instruction(self) -> str:
+        """How to answer the combined question, in one line (empty for any other question)."""
+        return combined_instruction(self.mechanism) if self.combined else ""
 
     @property
     def one_sided(self) -> bool:
@@ -84,6 +104,10 @@ class QuestionView:
 
     @property
     def options(self) -> list[tuple[int, str]]:
+        """(code, label) of each answer; a combined question's are its combined answers, whose codes are
+        the report codes (the matrix's rows)."""
+        if self.combined:
+            return list(enumerate(COMBINED_OPTIONS[self.mechanism.design]))
         return [(o.code, o.label) for o in self.question.options]
 
     @property
@@ -93,6 +117,8 @@ class QuestionView:
         short options down two columns (in reading order, so a scale still reads from top to bottom);
         "" is one per row."""
         labels = [o.label for o in self.question.options]
+        if self.combined:  # two long answers, one per row
+            return ""
         if self.kind.layout:
             return self.kind.layout
         if 3 <= len(labels) <= COLUMN_OPTIONS and max(map(len, labels)) <= COLUMN_LABEL:
@@ -129,6 +155,16 @@ class SurveyPage:
     @property
     def randomized(self) -> list[QuestionView]:
         return [q for q in self.questions if q.randomized]
+
+    @property
+    def drawn(self) -> list[QuestionView]:
+        """The questions whose report the browser draws at random (all randomized ones but the combined)."""
+        return [q for q in self.questions if q.randomized and not q.combined]
+
+    @property
+    def combined(self) -> list[QuestionView]:
+        """The non-randomized designs' combined questions (crosswise, triangular): nothing is drawn."""
+        return [q for q in self.questions if q.combined]
 
     @property
     def randomized_numbers(self) -> list[QuestionView]:
