@@ -481,7 +481,32 @@ def _check_unrelated_text(text: Any) -> str:
     return text.strip()
 
 
-class Crosswise(Warner):
+class _CombinedQuestion:
+    """What the two non-randomized response designs share: an unrelated question with a known "yes"
+    rate ``_p`` and its words ``_text``, and nothing drawn in the page."""
+
+    _p: float
+    _text: str
+
+    @property
+    def unrelated_yes_rate(self) -> float:
+        return self._p
+
+    @property
+    def unrelated_question(self) -> str:
+        return self._text
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {"unrelated_yes_rate": self._p, "unrelated_question": self._text}
+
+    def sampler(self) -> dict[str, Any]:
+        """Nothing is drawn: the respondent answers the combined question and its code is the report
+        (``"combined"``; a page that does not know it refuses to send anything)."""
+        return {"sampler": "combined"}
+
+
+class Crosswise(_CombinedQuestion, Warner):
     """The crosswise model (Yu, Tian & Tang 2008), a non-randomized response design.
 
     The respondent is asked the sensitive question and an unrelated one whose "yes" rate
@@ -513,25 +538,8 @@ class Crosswise(Warner):
         self._text = _check_unrelated_text(unrelated_question)
         super().__init__(p)
 
-    @property
-    def unrelated_yes_rate(self) -> float:
-        return self._p
 
-    @property
-    def unrelated_question(self) -> str:
-        return self._text
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return {"unrelated_yes_rate": self._p, "unrelated_question": self._text}
-
-    def sampler(self) -> dict[str, Any]:
-        """Nothing is drawn: the respondent answers the combined question and its code is the report
-        (``"combined"``; a page that does not know it refuses to send anything)."""
-        return {"sampler": "combined"}
-
-
-class Triangular(Mechanism):
+class Triangular(_CombinedQuestion, Mechanism):
     """The triangular model (Yu, Tian & Tang 2008), a non-randomized response design.
 
     The respondent picks the "circle" if their answers to the sensitive question and to an unrelated
@@ -556,23 +564,6 @@ class Triangular(Mechanism):
         self._p = p
         self._text = _check_unrelated_text(unrelated_question)
         super().__init__([[1.0, p], [0.0, 1.0 - p]], labels=YES_NO)
-
-    @property
-    def unrelated_yes_rate(self) -> float:
-        return self._p
-
-    @property
-    def unrelated_question(self) -> str:
-        return self._text
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return {"unrelated_yes_rate": self._p, "unrelated_question": self._text}
-
-    def sampler(self) -> dict[str, Any]:
-        """Nothing is drawn: the respondent answers the combined question and its code is the report
-        (``"combined"``; a page that does not know it refuses to send anything)."""
-        return {"sampler": "combined"}
 
 
 class GeneralizedRR(Mechanism):
