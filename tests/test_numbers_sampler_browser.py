@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from survey.privacy.number_planning import code_probabilities
 from survey.privacy.numeric import GRID_STEPS, DuchiNumber, HybridNumber, LaplaceNumber, PiecewiseNumber
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,36 +73,10 @@ def test_the_page_draws_the_reference_codes_from_the_same_words(sampler_page, me
         assert codes == _reference_codes(mechanism, x, words), (mechanism, x)
 
 
-def _position_cdf(mechanism, t: float, positions: np.ndarray) -> np.ndarray:
-    """P(the unrounded report's grid position ≤ p), exactly, for a bounded mechanism."""
-    y = mechanism.origin + mechanism.step * positions
-    if isinstance(mechanism, HybridNumber):
-        a = mechanism.piecewise_share
-        return a * _position_cdf(mechanism.piecewise, t, positions) + (1 - a) * _position_cdf(
-            mechanism.duchi, t, (y - mechanism.duchi.origin) / mechanism.duchi.step
-        )
-    if isinstance(mechanism, DuchiNumber):
-        high = float(mechanism.probability_high(t))
-        return np.where(y >= mechanism.bound, 1.0, np.where(y >= -mechanism.bound, 1 - high, 0.0))
-    c, inside, outside = mechanism.bound, mechanism.inside_density, mechanism.outside_density
-    left, right = (float(v) for v in mechanism.window(t))
-    y = np.clip(y, -c, c)
-    return (
-        outside * (np.minimum(y, left) + c)
-        + inside * np.clip(y - left, 0, right - left)
-        + outside * np.clip(y - right, 0, None)
-    )
-
-
 def _bin_probabilities(mechanism, t: float, edges: np.ndarray) -> np.ndarray:
-    """P(code in [a, b]) for the bins [edges[i], edges[i+1] − 1]: with rounding up by the fraction
-    of a step, it is ``∫_b^{b+1} F − ∫_{a−1}^{a} F`` for the position's CDF F (by parts)."""
-    midpoints = (np.arange(4000) + 0.5) / 4000  # the midpoint rule: exact across Duchi's jumps at whole positions
-
-    def integral(start: float) -> float:
-        return float(_position_cdf(mechanism, t, start + midpoints).mean())
-
-    return np.array([integral(b) - integral(a - 1) for a, b in zip(edges[:-1], edges[1:] - 1, strict=True)])
+    """P(code in [edges[i], edges[i+1] − 1]): the exact code probabilities
+    (survey.privacy.number_planning, checked against draws in tests/test_number_planning.py), summed."""
+    return np.add.reduceat(code_probabilities(mechanism, t), edges[:-1])
 
 
 @pytest.mark.parametrize(
