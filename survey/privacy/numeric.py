@@ -232,13 +232,16 @@ class NumberMechanism:
     def to_dict(self) -> dict[str, Any]:
         return {"design": self.design, "epsilon": self.epsilon, "low": self.low, "high": self.high}
 
-    def estimate(self, counts: Mapping[int, float], level: float = 0.95) -> MeanInterval:
+    def estimate(
+        self, counts: Mapping[int, float], level: float = 0.95, *, tuned_for: int | None = None
+    ) -> MeanInterval:
         """The population mean from the tallies of codes, with its betting interval (the reports
-        are bounded by the grid's ends, so the interval holds whatever the true numbers)."""
+        are bounded by the grid's ends, so the interval holds whatever the true numbers); with
+        ``tuned_for`` the live interval, valid at every look (:func:`survey.privacy.bounded.mean_interval`)."""
         codes = np.array(sorted(counts), dtype=np.int64)
         weights = np.array([counts[c] for c in codes], dtype=float)
         ends = self.value_of([0, GRID_STEPS])
-        return mean_interval(self.value_of(codes), weights, float(ends[0]), float(ends[1]), level)
+        return mean_interval(self.value_of(codes), weights, float(ends[0]), float(ends[1]), level, tuned_for=tuned_for)
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from survey.domain.models import Question
 from survey.domain.results.numbers import LIVE_TUNED_FOR
 from survey.domain.surveys.wording import epsilon_text
-from survey.privacy.bounded import MeanInterval, mean_interval
+from survey.privacy.bounded import MeanInterval
 from survey.privacy.designs import design_name
-from survey.privacy.numeric import GRID_STEPS
 
 __all__ = ["RandomizedNumberSummary", "summarize_reports"]
 
@@ -131,9 +128,6 @@ def summarize_reports(
             interval = mechanism.estimate(kept, level)
         except ValueError:  # the normal interval of a single report
             interval = None
-        if math.isfinite(mechanism.bound):
-            codes = np.array(sorted(kept))
-            low, high = (float(v) for v in mechanism.value_of([0, GRID_STEPS]))
-            weights = [kept[int(c)] for c in codes]
-            live = mean_interval(mechanism.value_of(codes), weights, low, high, level, tuned_for=LIVE_TUNED_FOR)
+        if math.isfinite(mechanism.bound):  # Laplace's reports have no bound, so no live interval
+            live = mechanism.estimate(kept, level, tuned_for=LIVE_TUNED_FOR)
     return RandomizedNumberSummary(question, mechanism, n, interval, level, live)
