@@ -175,6 +175,35 @@ def test_who_is_asking_is_shown_on_the_survey_privacy_and_thank_you_pages(app, c
     assert 'href="#consent"' in survey_page  # the statement in full sits by the button that sends
 
 
+@pytest.mark.parametrize("state", ["closed", "not yet open", "by invitation"])
+def test_who_is_asking_is_shown_where_a_survey_refuses_too(app, client, state):
+    """A respondent turned away (closed, not yet open, no code) can still see who asks and reach them."""
+    import datetime as dt
+
+    slug = _survey(app, run_by="Health Study", contact="study@example.org", ethics_statement="Voluntary.")
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).filter_by(slug=slug))
+        if state == "closed":
+            survey.status = "closed"
+        elif state == "not yet open":
+            survey.opens_on = dt.date.today() + dt.timedelta(days=3)
+        else:
+            survey.access = "invitation"
+        db.session.commit()
+    html = client.get(f"/s/{slug}").get_data(as_text=True)
+    assert 'name="answers' not in html and "<fieldset" not in html  # refused: no questions shown
+    assert '<strong id="run-by">Health Study</strong>' in html
+    assert '<a href="mailto:study@example.org">study@example.org</a>' in html
+    assert f'href="/s/{slug}/privacy#who-is-asking" id="ethics-link"' in html
+
+
+def test_the_demo_introduction_counts_its_own_questions():
+    from survey.domain.surveys.demo import DEMO_SPEC, count_in_words
+
+    count = len(DEMO_SPEC["questions"])
+    assert DEMO_SPEC["introduction"].split()[0].lower() == count_in_words(count) != str(count)
+
+
 @pytest.mark.parametrize(
     "contact, link",
     [

@@ -28,7 +28,7 @@ DEMO_RESPONDENTS = 3000
 DEMO_SPEC: dict[str, Any] = {
     "title": "Health and habits",
     "slug": DEMO_SLUG,
-    "introduction": ("Six short questions about things people often prefer not to tell."),
+    # "introduction" is written below, from the number of questions (it once said six above seven)
     "closing_message": (
         "Thank you for taking part. The results are estimated from everyone's randomized answers together."
     ),
@@ -104,6 +104,20 @@ DEMO_SPEC: dict[str, Any] = {
         },
     ],
 }
+
+#: Words for the counts a demo introduction may need; a count past them reads as digits.
+_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def count_in_words(count: int) -> str:
+    """``count`` as a word, for a sentence that begins with it."""
+    return _COUNT_WORDS[count] if count < len(_COUNT_WORDS) else str(count)
+
+
+DEMO_SPEC["introduction"] = (
+    f"{count_in_words(len(DEMO_SPEC['questions'])).capitalize()} short questions about things people often prefer "
+    "not to tell."
+)
 
 
 #: The simulated respondents' true answers depend on one another as real ones would, so that the
