@@ -20,6 +20,7 @@ so that the answer tells nothing). Three rules:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from email.message import EmailMessage
 from urllib.parse import urlencode, urlsplit
@@ -41,6 +42,8 @@ from survey.platform import background, mail
 from survey.platform.extensions import db
 
 from .common import say
+
+log = logging.getLogger(__name__)
 
 SITE_NAME = "Private Survey"
 #: A role as an invitation's e-mail says it (catalog phrases).
@@ -202,11 +205,17 @@ def mail_forgotten_password(who: str, link_address: str) -> None:
     subject, body = _written("password_forgotten", username=user.username, url=url, expires=expires_text(link))
     try:
         message = mail.compose(current_app.config, to, subject, body)
-        db.session.commit()
+    except mail.MailError as error:  # nothing is saved: the earlier links stay as they were
+        db.session.rollback()
+        log.warning("a forgotten-password message could not be written: %s", error)
+        return
+    db.session.commit()
+    try:
         mail.send(current_app.config, message)
-    except mail.MailError:  # already logged by survey.platform.mail when the server refused it
+    except Exception as error:  # anything at all: a link nobody received is deleted
         revoke_password_links(db.session, user)
         db.session.commit()
+        log.warning("a forgotten-password link was not sent (%s); it was deleted", type(error).__name__)
 
 
 def deliver(outgoing: Outgoing) -> Delivery:

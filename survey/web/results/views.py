@@ -435,9 +435,9 @@ def _chosen_category(question: Question | None, category: str | None) -> int | N
     """The researcher's code of the option whose share is asked for: ``category`` when it is one of
     ``question``'s, else the option the analysis takes by default (its first listed: yes, for a
     yes/no question), so that the form's select never falls back on whichever option comes first."""
-    if question is None:
+    codes = [] if question is None else [o["code"] for o in researcher_options(question)]
+    if question is None or not codes:  # no question, or one without options (a number)
         return None
-    codes = [o["code"] for o in researcher_options(question)]
     if category is not None and category.isdigit() and int(category) in codes:
         return int(category)
     return researcher_code(question, parse_category(question, None))
