@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from collections import Counter
 
 import numpy as np
@@ -207,6 +208,45 @@ def test_regression_page_and_csv(signed_in, answered):
     assert [r["term"] for r in rows] == ["const", "age = old"]
     assert float(rows[1]["odds_ratio"]) == fit["coefficients"][1]["odds_ratio"]
     assert "regression" in signed_in.get(f"/surveys/{answered}/results").get_data(as_text=True)
+
+
+def _selected(page: str, select_id: str) -> list[str]:
+    """The values of the options marked selected in the select ``select_id`` of ``page``."""
+    start = page.index(f'<select id="{select_id}"')
+    select = page[start : page.index("</select>", start)]
+    return re.findall(r'<option value="([^"]*)" selected>', select)
+
+
+def test_the_regression_page_models_the_option_chosen_and_keeps_it_in_its_links(signed_in, answered):
+    """A choice outcome's third option, as the JSON API could always fit it: the page fits it too,
+    its select shows it, and both downloads fit the same model."""
+    url = f"/surveys/{answered}/regression?outcome=often&covariates=age&category=2"
+    page = signed_in.get(url).get_data(as_text=True)
+    fit = signed_in.get(f"/api/surveys/{answered}/regression?outcome=often&covariates=age&category=2").get_json()
+    assert fit["category"] == "often" and "answering “often”" in page
+    assert _selected(page, "category") == ["2"]
+    assert "regression.csv?outcome=often&amp;covariates=age&amp;category=2" in page
+    assert "api/surveys/small-test/regression?outcome=often&amp;covariates=age&amp;category=2" in page
+    rows = list(
+        csv.DictReader(io.StringIO(signed_in.get(url.replace("regression?", "regression.csv?")).get_data(as_text=True)))
+    )
+    assert float(rows[1]["odds_ratio"]) == fit["coefficients"][1]["odds_ratio"]
+    # without a choice, the first listed option (yes, researcher code 1) is chosen and fitted
+    plain = signed_in.get(f"/surveys/{answered}/regression?outcome=drugs&covariates=age").get_data(as_text=True)
+    assert _selected(plain, "category") == ["1"] and "answering “yes”" in plain
+    # an option of the outcome picked before: this outcome's first option, not an error
+    switched = signed_in.get(f"/surveys/{answered}/regression?outcome=drugs&covariates=age&category=3")
+    assert switched.status_code == 200 and _selected(switched.get_data(as_text=True), "category") == ["1"]
+
+
+def test_the_chosen_answer_stays_chosen_while_two_sensitive_questions_are_related(signed_in, answered):
+    """Relating "drugs" to "mirror" has no answer of its own; the select still says the one chosen
+    (before, it fell back on its first option, "no", and the next breakdown silently showed "no")."""
+    for query, chosen in (("", "1"), ("&category=1", "1"), ("&category=0", "0")):
+        page = signed_in.get(f"/surveys/{answered}/compare?question=drugs&by=mirror{query}").get_data(as_text=True)
+        assert "Odds ratio" in page and _selected(page, "category") == [chosen]
+    page = signed_in.get(f"/surveys/{answered}/compare?question=often&by=mirror&category=2").get_data(as_text=True)
+    assert _selected(page, "category") == ["2"]
 
 
 @pytest.mark.parametrize(

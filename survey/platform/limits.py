@@ -26,6 +26,7 @@ from limits.strategies import FixedWindowRateLimiter
 LIMITED = {
     "auth.login": "LOGIN_RATE_LIMIT",
     "auth.account": "LOGIN_RATE_LIMIT",
+    "auth.forgot_password": "LOGIN_RATE_LIMIT",
     "auth.link": "TOKEN_RATE_LIMIT",
     "respond.submit_form": "SUBMISSION_RATE_LIMIT",
     "respond.submit_json": "SUBMISSION_RATE_LIMIT",

@@ -1,7 +1,9 @@
 """Passing on invitations and account links: by e-mail when a mail server is configured, or else
 shown on the page for the person who made them to copy and send (survey.platform.mail).
 
-Shared by the organizer's sharing page and the administrator's users page. Three rules:
+Shared by the organizer's sharing page, the administrator's users page and the sign-in page's
+"Forgot password?" (:func:`forgotten_password`, whose link is made and mailed after the response,
+so that the answer tells nothing). Three rules:
 
 - Every link is built from ``PUBLIC_URL`` (:func:`public_url`), never from the request: the Host
   header is whatever the sender of the request wrote, and a link to their host, mailed under this
@@ -18,22 +20,30 @@ Shared by the organizer's sharing page and the administrator's users page. Three
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from email.message import EmailMessage
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from flask import current_app, render_template, request, url_for
 from limits import parse
 
-from survey.domain.accounts.account_links import LIFETIMES, mark_mailed
+from survey.domain.accounts.account_links import (
+    LIFETIMES,
+    forgotten_password_link,
+    mark_mailed,
+    revoke_password_links,
+)
 from survey.domain.accounts.quota import SendLimit
 from survey.domain.accounts.sharing import ROLE_LABELS, Offer
 from survey.domain.errors import DomainError
 from survey.domain.models import AccountLink, User
-from survey.platform import mail
+from survey.platform import background, mail
 from survey.platform.extensions import db
 
 from .common import say
+
+log = logging.getLogger(__name__)
 
 SITE_NAME = "Private Survey"
 #: A role as an invitation's e-mail says it (catalog phrases).
@@ -166,6 +176,46 @@ def prepare_password_link(link: AccountLink, token: str, admin: User) -> Outgoin
     subject, body = _written(template, admin=admin.username, username=username, url=url, expires=expires)
     to = link.email if mail.configured(current_app.config) else None
     return Outgoing(link, url, link.addressee, expires, to, _compose(to, subject, body) if to else None)
+
+
+def forgotten_password(who: str) -> None:
+    """Queue the answer to "Forgot password?" for ``who`` (a username or an e-mail address): after
+    the response, :func:`mail_forgotten_password` mails a reset link to the address of the account
+    ``who`` names, if there is one that may have it. The request does nothing else, so that it
+    answers the same way, in the same time, whether or not such an account exists; the link is
+    built at ``PUBLIC_URL`` here, where the request is known (:func:`public_url` raises, before
+    anything is queued, when production has no public address)."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    background.run_later(app, mail_forgotten_password, who, public_url("auth.link"))
+
+
+def mail_forgotten_password(who: str, link_address: str) -> None:
+    """Make a reset link for the account ``who`` names (survey.domain.accounts.account_links:
+    none for an unknown, disabled or address-less account, or one sent a link minutes ago) and mail
+    it to the address on the account; runs in the background (survey.platform.background). A link
+    that cannot be written or sent is not kept: nobody could use it."""
+    found = forgotten_password_link(db.session, who)
+    if found is None:
+        db.session.rollback()
+        return
+    link, token = found
+    user, to = link.user, link.email
+    assert user is not None and to is not None
+    url = f"{link_address}?{urlencode({'token': token})}"
+    subject, body = _written("password_forgotten", username=user.username, url=url, expires=expires_text(link))
+    try:
+        message = mail.compose(current_app.config, to, subject, body)
+    except mail.MailError as error:  # nothing is saved: the earlier links stay as they were
+        db.session.rollback()
+        log.warning("a forgotten-password message could not be written: %s", error)
+        return
+    db.session.commit()
+    try:
+        mail.send(current_app.config, message)
+    except Exception as error:  # anything at all: a link nobody received is deleted
+        revoke_password_links(db.session, user)
+        db.session.commit()
+        log.warning("a forgotten-password link was not sent (%s); it was deleted", type(error).__name__)
 
 
 def deliver(outgoing: Outgoing) -> Delivery:

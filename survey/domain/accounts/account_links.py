@@ -13,8 +13,11 @@ Three kinds (``AccountLink.purpose``):
   offer too (``AccountLink.user``). Valid for 7 days.
 - ``setup``: an administrator made an account (survey.domain.accounts.users); its owner sets the first
   password through the link. Valid for 7 days.
-- ``reset``: an administrator lets a user choose a new password. Valid for 1 hour; using it ends
-  every sign-in session of the user, like a password change.
+- ``reset``: an administrator lets a user choose a new password, or a user who forgot theirs asks
+  for one on the sign-in page (:func:`forgotten_password_link`: then the user is its own maker, and
+  the link only ever goes to the address on the account). Valid for 1 hour; using it ends every
+  sign-in session of the user, like a password change. Every unused password link of a user dies
+  when their password changes, by a link or on their account page.
 
 A role reaches only whoever holds its own link (or the account it was offered to): making an
 account through one role offer takes up that offer and no other, whatever address they share.
@@ -56,6 +59,9 @@ LIFETIMES = {
     "setup": dt.timedelta(days=7),
     "reset": dt.timedelta(hours=1),
 }
+#: A user who forgot their password is sent at most one link in this time, however many addresses
+#: ask: the sign-in page's rate limit counts per address, and this bounds the mail one mailbox gets.
+FORGOTTEN_PASSWORD_INTERVAL = dt.timedelta(minutes=5)
 MAX_EMAIL_LENGTH = 254
 MAX_USERNAME_LENGTH = 80
 _USERNAME = re.compile(r"[^\W_][\w.-]*")
@@ -184,7 +190,38 @@ def password_link(session: Session, user: User, actor: User | None = None) -> tu
     return _issue(session, purpose, user=user, email=user.email, invited_by=actor)
 
 
+def forgotten_password_link(session: Session, who: str) -> tuple[AccountLink, str] | None:
+    """A ``reset`` link for the account ``who`` names (its username, or its e-mail address), asked
+    for by someone who says they own it, to be mailed to the address on the account and nowhere
+    else. None, and nothing written, when no account has that name or address, or it has no
+    address, no password yet (its administrator's setup link is the way in), is disabled, or was
+    sent such a link less than :data:`FORGOTTEN_PASSWORD_INTERVAL` ago (whatever the answer, whoever
+    asked is told the same thing: survey.web.mailing). The user is the link's maker, so that it
+    dies with their account like any other (:func:`minter_may`); their earlier password links die."""
+    user = find_user(session, who)
+    if user is None or user.disabled or not user.email or not user.has_password:
+        return None
+    recent = now() + LIFETIMES["reset"] - FORGOTTEN_PASSWORD_INTERVAL
+    asked_lately = session.scalar(
+        select(AccountLink.id)
+        .where(
+            AccountLink.user_id == user.id,
+            AccountLink.invited_by_id == user.id,
+            AccountLink.purpose == "reset",
+            AccountLink.used.is_(False),
+            AccountLink.expires_at > recent,
+        )
+        .limit(1)
+    )
+    if asked_lately is not None:
+        return None
+    revoke_password_links(session, user)
+    return _issue(session, "reset", user=user, email=user.email, invited_by=user)
+
+
 def revoke_password_links(session: Session, user: User) -> None:
+    """Kill every unused ``setup`` and ``reset`` link of ``user`` (a newer one replaces them, or
+    their password changed: a link mailed before the change must not undo it)."""
     session.execute(
         delete(AccountLink).where(
             AccountLink.user_id == user.id, AccountLink.purpose.in_(("setup", "reset")), AccountLink.used.is_(False)
@@ -243,7 +280,8 @@ def minter_may(link: AccountLink) -> bool:
         return False
     if link.purpose == "role_offer":
         return link.survey is not None and allowed(maker, link.survey, "edit")
-    return bool(maker.is_admin)
+    # a reset link its user asked for (a forgotten password) is theirs to make
+    return bool(maker.is_admin) or (link.purpose == "reset" and link.user_id == maker.id)
 
 
 def live_link(session: Session, token: str | None) -> AccountLink | None:
@@ -419,4 +457,5 @@ def set_password_with_link(session: Session, token: str, password: str) -> User:
     assert user is not None
     user.set_password(password)
     end_other_sessions(session, user, None)
+    revoke_password_links(session, user)
     return user

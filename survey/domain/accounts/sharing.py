@@ -195,7 +195,8 @@ def copy_team(source: Survey, copy: Survey) -> None:
 def change_password(session: Session, user: User, current: str, new: str, *, keep_token: str | None) -> None:
     """Set ``user``'s password to ``new`` if ``current`` is their password now, and end every other
     sign-in session of theirs (the one ``keep_token`` names, where the change was made, stays): a
-    password is changed because someone else may know it, and they may be signed in already."""
+    password is changed because someone else may know it, and they may be signed in already.
+    Every unused password link of theirs dies too."""
     if not user.check_password(current or ""):
         raise DomainError("password.wrong_current", path=("current_password",))
     check_new_password(new)
@@ -203,6 +204,7 @@ def change_password(session: Session, user: User, current: str, new: str, *, kee
         raise DomainError("password.unchanged", path=("new_password",))
     user.set_password(new)
     end_other_sessions(session, user, keep_token)
+    links.revoke_password_links(session, user)  # a reset link mailed before must not undo the change
 
 
 @dataclass(frozen=True)

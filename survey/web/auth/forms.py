@@ -3,7 +3,7 @@ from wtforms import PasswordField, RadioField, SelectField, SelectMultipleField,
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from survey.domain.accounts.account_links import MAX_USERNAME_LENGTH
+from survey.domain.accounts.account_links import MAX_EMAIL_LENGTH, MAX_USERNAME_LENGTH
 from survey.domain.accounts.api_tokens import EXPIRY_CHOICES, MAX_NAME_LENGTH
 from survey.domain.accounts.sign_in import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
 
@@ -22,6 +22,18 @@ class LoginForm(FlaskForm):
     username = StringField("Username", validators=[DataRequired(), Length(max=80)])
     password = PasswordField("Password", validators=[DataRequired(), Length(max=200)])
     submit = SubmitField("Sign in")
+
+
+class ForgotPasswordForm(FlaskForm):
+    """ "Forgot password?": the username or the e-mail address of one's account."""
+
+    who = StringField(
+        "Username or e-mail address",
+        validators=[
+            DataRequired("Give your username or your e-mail address."),
+            Length(max=MAX_EMAIL_LENGTH, message=f"Use at most {MAX_EMAIL_LENGTH} characters."),
+        ],
+    )
 
 
 class LogoutForm(FlaskForm):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import flash, make_response, redirect, render_template, request, url_for
+from flask import current_app, flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 
 from survey.domain.accounts.account_links import (
@@ -17,11 +17,13 @@ from survey.domain.accounts.sharing import ROLE_LABELS
 from survey.domain.accounts.sign_in import authenticate, end_session, start_session
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import AccountLink, User
+from survey.platform import mail
 from survey.platform.extensions import db
 
 from ..common import localized, see_other
+from ..mailing import forgotten_password
 from . import bp
-from .forms import LoginForm, LogoutForm, NewAccountForm, NewPasswordForm, TakeRoleForm
+from .forms import ForgotPasswordForm, LoginForm, LogoutForm, NewAccountForm, NewPasswordForm, TakeRoleForm
 
 
 def _safe_next(target: str | None) -> str:
@@ -55,6 +57,35 @@ def login():
     elif request.method == "POST":
         status = 400
     return render_template("auth/login.html", form=form), status
+
+
+#: What "Forgot password?" answers, whoever asked: whether an account has the name or address is
+#: not told, by the words or by the time (the link is made and mailed after the response).
+FORGOT_ANSWER = (
+    "If an account with that username or e-mail address has an address to write to, a link to choose"
+    " a new password is on its way there. It works once, for 1 hour. Nothing arrived? Check the spam"
+    " folder, ask again in a few minutes, or ask an administrator."
+)
+
+
+@bp.route("/auth/forgot", methods=["GET", "POST"])
+def forgot_password():
+    """ "Forgot password?": a reset link mailed to the address on the account named (its username or
+    address), made and sent after the response (survey.web.mailing.forgotten_password), so that the
+    answer is the same, in words and in time, whether or not there is such an account. POSTs count
+    against LOGIN_RATE_LIMIT with sign-in attempts (survey.platform.limits). Without a mail server
+    or a public address (production) the page says to ask an administrator, for every account."""
+    if current_user.is_authenticated:
+        return redirect(url_for("auth.account"))
+    unavailable = not mail.configured(current_app.config) or (
+        not current_app.config.get("PUBLIC_URL") and current_app.config.get("PUBLIC_URL_REQUIRED")
+    )
+    form = ForgotPasswordForm()
+    if not unavailable and form.validate_on_submit():
+        forgotten_password(form.who.data.strip())
+        return see_other("auth.login", FORGOT_ANSWER)
+    status = 400 if request.method == "POST" and not unavailable else 200
+    return render_template("auth/forgot.html", form=form, unavailable=unavailable), status
 
 
 @bp.route("/auth/logout", methods=["POST"])

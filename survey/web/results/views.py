@@ -36,7 +36,7 @@ from survey.domain.results.analysis import (
     regression,
     too_large_to_pair,
 )
-from survey.domain.results.coding import researcher_code, researcher_options, stored_code
+from survey.domain.results.coding import parse_category, researcher_code, researcher_options, stored_code
 from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
@@ -431,6 +431,25 @@ def _group_chart(comparison: Comparison) -> Chart:
     return estimate_chart({**question, "categories": bars})
 
 
+def _chosen_category(question: Question | None, category: str | None) -> int | None:
+    """The researcher's code of the option whose share is asked for: ``category`` when it is one of
+    ``question``'s, else the option the analysis takes by default (its first listed: yes, for a
+    yes/no question), so that the form's select never falls back on whichever option comes first."""
+    codes = [] if question is None else [o["code"] for o in researcher_options(question)]
+    if question is None or not codes:  # no question, or one without options (a number)
+        return None
+    if category is not None and category.isdigit() and int(category) in codes:
+        return int(category)
+    return researcher_code(question, parse_category(question, None))
+
+
+def _options_by_question(questions: list[Question]) -> dict[str, dict[str, Any]]:
+    """Each question's options in the researcher's codes and the one chosen by default, for the
+    page's select of an answer (static/js/results/answer-options.js offers the options of the
+    question picked, before the form is sent)."""
+    return {q.key: {"options": researcher_options(q), "default": _chosen_category(q, None)} for q in questions}
+
+
 @bp.get("/surveys/<slug>/compare")
 @login_required
 def compare_page(slug: str):
@@ -460,9 +479,10 @@ def compare_page(slug: str):
             question=chosen,
             by=by,
             category_options=[] if chosen is None else researcher_options(chosen),
-            category=None
-            if result is None or result.analysis != "breakdown"
-            else researcher_code(result.question, result.result.category),
+            options_by_question=_options_by_question(randomized),
+            # the answer chosen stays chosen while another sensitive question is related to this
+            # one (an association has no answer of its own), so the next breakdown shows it again
+            category=_chosen_category(chosen, category),
             result=result,
             data=None if result is None else result.to_dict(),
             chart=None if result is None or result.analysis != "breakdown" else _group_chart(result),
@@ -531,15 +551,18 @@ def regression_page(slug: str):
     randomized, _ = comparable(db.session, survey)
     direct = covariates_of(db.session, survey)
     outcome, chosen = _regression_choice(survey)
+    outcome_question = next((q for q in randomized if q.key == outcome), None)
+    # another outcome was picked with the option of the one before: start from its first option
+    category = _chosen_category(outcome_question, request.args.get("category"))
     result: Regression | None = None
     error: DomainError | None = None
     status = 200
     if randomized and direct:
         try:
-            result = regression(db.session, survey, outcome, chosen, request.args.get("category"))
+            result = regression(db.session, survey, outcome, chosen, category)
         except DomainError as e:
             error, status = e, (200 if e.status == 409 else e.status)
-    query = {"outcome": outcome, "covariates": chosen}
+    query = {"outcome": outcome, "covariates": chosen, **({"category": category} if category is not None else {})}
     return (
         render_template(
             "results/regression.html",
@@ -547,6 +570,8 @@ def regression_page(slug: str):
             randomized=randomized,
             direct=direct,
             outcome=outcome,
+            category=category,
+            category_options=_options_by_question(randomized),
             chosen=chosen,
             result=result,
             data=None if result is None else result.to_dict(),
