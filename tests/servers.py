@@ -28,7 +28,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .databases import make_config
+from .databases import delete_redis_keys, make_config, redis_limits
 from .live import serve
 from .surveys import SMALL_SPEC
 
@@ -115,16 +115,20 @@ def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) 
     migrated database ``url``, its output in ``log``, until the block ends; yields its port once
     ``/health`` answers 200.
 
-    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). At the end the master
-    is sent SIGTERM and waited for; with ``kill``, the master and its workers (a process group of their
-    own) are sent SIGKILL, mid-request or not.
+    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). Its rate limits count in
+    the tests' Redis under a prefix of its own, deleted at the end, unless ``settings`` name a store
+    (hosts that must share counters name one prefix). At the end the master is sent SIGTERM and
+    waited for; with ``kill``, the master and its workers (a process group of their own) are sent
+    SIGKILL, mid-request or not.
     """
     port = free_port()
+    own_store = redis_limits(f"gunicorn-{port}")
     env = {
         **os.environ,
         "DATABASE_URL": url,
         "SECRET_KEY": "gunicorn-test-" + "x" * 40,
         "BIND": f"127.0.0.1:{port}",
+        **own_store,
         **settings,
     }
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
@@ -156,3 +160,4 @@ def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) 
         else:
             process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+        delete_redis_keys(own_store["RATELIMIT_KEY_PREFIX"])
