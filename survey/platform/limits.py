@@ -22,7 +22,8 @@ submission path's CPU time, for a few limits on known endpoints.
 a respondent's work fails open, both logged (SECURITY.md, "Rate limits on more than one host"). Sign-in,
 the account page's password check, invitation and password links and refused bearer tokens are
 answered 503 (nobody can guess faster while the counter is away); submissions and requests with a
-valid API token are let through, with an error in the log at most once a minute per worker.
+valid API token are let through. Either way an error is logged, at most once a minute per scope and
+worker (the first failure always).
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class RateLimits:
     def __init__(self) -> None:
         self.stores: dict[tuple[str, str], FixedWindowRateLimiter] = {}
         self.lock = threading.Lock()
-        self.last_failure_log = 0.0
+        self.last_failure_log: dict[str, float] = {}
 
     def window(self, app: Flask) -> FixedWindowRateLimiter:
         """The limiter over the store ``app`` counts in, made on first use (a Redis connection pool
@@ -200,8 +201,9 @@ class RateLimits:
 
     def _count(self, app: Flask, scope: str, items: list[RateLimitItem], key: str, *, test: bool = False) -> bool:
         """Hit (or with ``test``, only look at) every window of ``items`` for ``key``; whether all still
-        allow it. Every window is counted, even when an earlier one already refuses. When the store
-        fails: :class:`StoreDown` for a scope of :data:`FAIL_CLOSED`, else True; logged either way."""
+                allow it. Every window is counted, even when an earlier one already refuses. When the store
+                fails: :class:`StoreDown` for a scope of :data:`FAIL_CLOSED`, else True; logged either way (once
+        a minute per scope)."""
         window = self.window(app)
         try:
             if test:
@@ -210,8 +212,8 @@ class RateLimits:
         except StorageError as error:
             closed = scope in FAIL_CLOSED
             now = time.monotonic()
-            if closed or now - self.last_failure_log >= FAILURE_LOG_SECONDS:
-                self.last_failure_log = now
+            if now - self.last_failure_log.get(scope, -FAILURE_LOG_SECONDS) >= FAILURE_LOG_SECONDS:
+                self.last_failure_log[scope] = now
                 log.error(
                     "rate-limit store unavailable (%s: %s): %s requests counted under %s",
                     type(error.storage_error).__name__,
