@@ -30,6 +30,8 @@ from .live import CHEAP_PASSWORD_HASH
 from .servers import Visitor, race, start_gunicorn
 from .surveys import GOOD, SMALL_SPEC
 
+pytestmark = pytest.mark.postgresql  # a PostgreSQL database of its own (tests/databases.py, own_database)
+
 #: The sign-in limit on both hosts: per address, so one count across them must stop the eleventh.
 LOGIN_LIMIT = 10
 #: Open surveys for the tests that close one, so that each test closes its own.

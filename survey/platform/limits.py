@@ -12,7 +12,8 @@ submission path's CPU time, for a few limits on known endpoints.
   by every worker of every host, which is what a limit means once the site runs on more than one
   process. The keys carry ``RATELIMIT_KEY_PREFIX`` and expire with their window; an address is never
   written anywhere else. Without one, each of W workers on H hosts counted on its own, and a limit
-  of 10 sign-in guesses a minute let through up to 10 × W × H (benchmarks/hosts_limit.md).
+  of 10 sign-in guesses a minute let through up to 10 × W × H (benchmarks/hosts_limit.md). Each
+  counted request costs one round trip to Redis (benchmarks/rate_limit_storage.md).
 - unset (``make run``, one process): this process's memory (:class:`SweptMemoryStorage`), counters
   held for their window and at most a second more. Production refuses to start several workers on
   it (survey.platform.config.check_shared_limits) unless ``RATELIMIT_STORAGE_URL=memory://`` says
@@ -75,8 +76,9 @@ class SweptMemoryStorage(Storage):
     A :class:`limits.storage.Storage` of its own, through the base class ``limits`` documents for
     custom storages, rather than ``limits``' ``MemoryStorage``: that one (5.8.0, the newest) starts a
     ``threading.Timer`` after every hit whose previous timer has ended, so under steady load a worker
-    starts a thread every other request; ``Thread.start`` waits for the thread to run, and on a busy
-    machine that wait was 3.0 ms a hit, against 0.01 ms here (benchmarks/rate_limit_storage.md).
+    starts a thread at nearly every request (0.71 threads a hit, hits 12 ms apart), and
+    ``Thread.start`` waits for the thread to run, which on a busy machine is a wait for a core: 0.27 ms
+    a hit against 0.07 ms here, at the median (benchmarks/rate_limit_storage.md).
     Only the fixed window is needed (:class:`~limits.strategies.FixedWindowRateLimiter`).
     """
 
