@@ -25,7 +25,7 @@ from survey.platform.extensions import db
 
 from . import hypothesis_profiles
 from .accounts import make_user
-from .databases import BACKENDS, PG_URL, make_config, migrate, pg_url
+from .databases import BACKENDS, PG_URL, delete_redis_keys, make_config, migrate, pg_url
 from .live import chromium
 from .private_postgres import private_postgres
 from .surveys import SMALL_SPEC
@@ -57,6 +57,15 @@ def pytest_collection_modifyitems(config, items) -> None:
         name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
         if name in SLOW:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Delete the rate-limit counters this session wrote to the tests' Redis (its prefix only), if it
+    wrote any."""
+    try:
+        delete_redis_keys()
+    except Exception:  # no Redis, so no keys of ours to delete (the tests that count there said so)
+        pass
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

@@ -25,6 +25,11 @@ from .live import CHEAP_PASSWORD_HASH
 from .surveys import SMALL_SPEC
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")
+#: The Redis server the rate-limit tests count on (.ci/run sets it; this machine's by default).
+REDIS_URL = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
+#: Every key this test session writes to Redis begins with this (conftest.py deletes them at the end);
+#: another session's keys, on a shared server, are never touched.
+REDIS_PREFIX = f"survey-test-{uuid.uuid4().hex[:10]}"
 #: The backends a test parametrized over databases runs on.
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 
@@ -98,9 +103,28 @@ def own_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
         admin.dispose()
 
 
+def redis_limits(name: str = "") -> dict[str, str]:
+    """Settings that count an app's rate limits in the tests' Redis, under this session's prefix
+    (and ``name`` after it: a store of its own, for servers whose counts must not meet others')."""
+    prefix = f"{REDIS_PREFIX}:{name}" if name else REDIS_PREFIX
+    return {"RATELIMIT_STORAGE_URL": REDIS_URL, "RATELIMIT_KEY_PREFIX": prefix}
+
+
+def delete_redis_keys(prefix: str = REDIS_PREFIX) -> int:
+    """Delete the keys under ``prefix`` (this session's by default; never anyone else's); how many."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        return client.delete(*keys) if keys else 0
+    finally:
+        client.close()
+
+
 def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
-    """An app on a migrated SQLite copy holding the small survey, with the rate limits on, and the
-    process's counters cleared."""
+    """An app on a migrated SQLite copy holding the small survey, with the rate limits on, counted in
+    the tests' Redis (:func:`redis_limits`), and its counters cleared."""
     from survey.domain.surveys.specs import create_survey_from_spec
     from survey.platform.limits import limiter
 
@@ -112,13 +136,14 @@ def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
             "SECRET_KEY": "t",
             "RATELIMIT_ENABLED": True,
             "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+            **redis_limits(),
             **config,
         }
     )
     with app.app_context():
         create_survey_from_spec(db.session, SMALL_SPEC)
         db.session.commit()
-        limiter.reset()
+    limiter.reset(app)
     return app
 
 

@@ -3,7 +3,8 @@
 The in-process server (``serve``, ``live_site``) is in tests/live.py; this module holds what the tests
 of durability, serving, tallies and faults share on top: a free port, a JSON post to the submission
 API, and gunicorn on a migrated database (``start_gunicorn``, the bare server; ``gunicorn``, on the small
-survey).
+survey), and a :class:`Visitor` that goes from host to host with its cookies (``race`` sends requests
+together).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from flask import Flask
@@ -28,7 +32,7 @@ from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 
-from .databases import make_config
+from .databases import delete_redis_keys, make_config, redis_limits
 from .live import serve
 from .surveys import SMALL_SPEC
 
@@ -115,16 +119,20 @@ def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) 
     migrated database ``url``, its output in ``log``, until the block ends; yields its port once
     ``/health`` answers 200.
 
-    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). At the end the master
-    is sent SIGTERM and waited for; with ``kill``, the master and its workers (a process group of their
-    own) are sent SIGKILL, mid-request or not.
+    ``settings`` are added to its environment (``WEB_CONCURRENCY="3"``, ...). Its rate limits count in
+    the tests' Redis under a prefix of its own, deleted at the end, unless ``settings`` name a store
+    (hosts that must share counters name one prefix). At the end the master is sent SIGTERM and
+    waited for; with ``kill``, the master and its workers (a process group of their own) are sent
+    SIGKILL, mid-request or not.
     """
     port = free_port()
+    own_store = redis_limits(f"gunicorn-{port}")
     env = {
         **os.environ,
         "DATABASE_URL": url,
         "SECRET_KEY": "gunicorn-test-" + "x" * 40,
         "BIND": f"127.0.0.1:{port}",
+        **own_store,
         **settings,
     }
     env.pop("SURVEY_ENV", None)  # the entry point's own default: production
@@ -156,3 +164,85 @@ def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) 
         else:
             process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+        delete_redis_keys(own_store["RATELIMIT_KEY_PREFIX"])
+
+
+class Visitor:
+    """One browser over real HTTP, to any of several hosts: it keeps the cookies each answer sets and
+    sends them to whichever host it asks next (as a browser does behind a load balancer), and says it
+    comes from ``address`` in X-Forwarded-For (read by hosts started with ``TRUSTED_PROXIES="1"``),
+    so that each test is its own address to the rate limits."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.cookies: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        with self.lock:
+            cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        return {"X-Forwarded-For": self.address, **({"Cookie": cookie} if cookie else {}), **(extra or {})}
+
+    def keep(self, response: http.client.HTTPResponse) -> None:
+        with self.lock:
+            for header in response.headers.get_all("Set-Cookie") or []:
+                name, _, rest = header.partition("=")
+                value = rest.split(";", 1)[0]
+                if value and "max-age=0" not in header.lower():
+                    self.cookies[name.strip()] = value
+                else:
+                    self.cookies.pop(name.strip(), None)
+
+    def send(self, port: int, method: str, path: str, body: str | None = None, *, ready=None) -> tuple[int, str]:
+        """One request; its status and text. ``ready`` (a barrier) is waited on once connected, so
+        that racing requests are sent together."""
+        extra = {"Content-Type": "application/x-www-form-urlencoded"} if body is not None else None
+        headers = self.headers(extra)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.connect()
+            if ready is not None:
+                ready.wait(timeout=60)
+            conn.request(method, path, body, headers)
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+            self.keep(response)
+            return response.status, text
+        finally:
+            conn.close()
+
+    def get(self, port: int, path: str) -> tuple[int, str]:
+        return self.send(port, "GET", path)
+
+    def post(self, port: int, path: str, fields: dict[str, str], **options) -> tuple[int, str]:
+        return self.send(port, "POST", path, urllib.parse.urlencode(fields), **options)
+
+    def form_token(self, port: int, path: str) -> str:
+        """The CSRF token of the form at ``path`` on the host at ``port``."""
+        status, page = self.get(port, path)
+        assert status == 200, (status, page[:300])
+        found = re.search(r'name="csrf_token"[^>]*? value="([^"]+)"', page)
+        assert found, page[:300]
+        return found.group(1)
+
+
+def race(calls: list[Callable[..., tuple[int, str]]]) -> list[int]:
+    """Run each ``call(ready=barrier)`` in a thread of its own, connected first and then sent together;
+    the status of each, in order."""
+    barrier = threading.Barrier(len(calls))
+    results: list[object] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i](ready=barrier)[0]
+        except BaseException as error:  # reported below, not lost in a thread
+            results[i] = error
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert all(isinstance(result, int) for result in results), results
+    return results  # type: ignore[return-value]

@@ -112,7 +112,7 @@ def test_sign_in_is_rate_limited_in_memory(tmp_path):
     )
     with app.app_context():
         upgrade_database()
-        limiter.reset()
+    limiter.reset(app)
     client = app.test_client()
     statuses = [client.post("/auth/login", data={"username": "x", "password": "y"}).status_code for _ in range(5)]
     assert statuses == [401, 401, 401, 429, 429]
@@ -121,9 +121,9 @@ def test_sign_in_is_rate_limited_in_memory(tmp_path):
     assert client.get("/auth/login").status_code == 200  # reading the form is not limited
     from survey.platform.limits import SweptMemoryStorage
 
-    assert type(limiter.storage) is SweptMemoryStorage  # counters in this process's memory only
-    with app.app_context():
-        limiter.reset()
+    # without RATELIMIT_STORAGE_URL (make run): counters in this process's memory only
+    assert type(limiter.window(app).storage) is SweptMemoryStorage
+    limiter.reset(app)
 
 
 def test_production_needs_a_secret_key_and_secure_cookies(monkeypatch):

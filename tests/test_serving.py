@@ -228,7 +228,7 @@ def test_gunicorn_workers_store_every_acknowledged_submission_and_log_nothing_id
 
 def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_template, monkeypatch):
     """limits' stock memory storage started a timer thread after nearly every request."""
-    app = limited_app(tmp_path, sqlite_template, SUBMISSION_RATE_LIMIT="150 per minute")
+    app = limited_app(tmp_path, sqlite_template, SUBMISSION_RATE_LIMIT="150 per minute", RATELIMIT_STORAGE_URL=None)
     client = app.test_client()
     started = []
     monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
@@ -237,8 +237,7 @@ def test_rate_limit_counters_start_no_thread_per_request(tmp_path, sqlite_templa
     )
     assert statuses == {201: 150, 429: 10}  # the limit still holds
     assert started == []
-    with app.app_context():
-        limiter.reset()
+    limiter.reset(app)
 
 
 def test_swept_memory_storage_counts_expires_and_forgets_without_threads(monkeypatch):
@@ -263,9 +262,11 @@ def test_swept_memory_storage_counts_expires_and_forgets_without_threads(monkeyp
     assert ours == 0 and storage.get("203.0.113.7") == 10
     storage.incr("198.51.100.9", 0.01)
     time.sleep(0.05)
-    storage._next_sweep = 0.0  # a second has passed since the last sweep
+    assert storage.get("198.51.100.9") == 0  # its window has passed
+    storage.next_sweep = 0.0  # a second has passed since the last sweep
     storage.incr("192.0.2.1", 60)  # the next hit sweeps what has expired: the address is forgotten
-    assert "198.51.100.9" not in storage.storage and "198.51.100.9" not in storage.expirations
+    assert "198.51.100.9" not in storage.counts and "198.51.100.9" not in storage.expiries
+    assert storage.incr("198.51.100.9", 60) == 1  # a new window starts from nothing
 
 
 # -- slow clients ----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from survey.platform.extensions import db
 from survey.platform.limits import limiter
 
 from .accounts import make_admin, make_user, sign_in
-from .databases import BACKENDS, limited_app, make_config
+from .databases import BACKENDS, limited_app, make_config, redis_limits
 from .live import serve
 from .servers import free_port
 from .smtp import LINK, smtp_server
@@ -348,6 +348,7 @@ def two_workers(request, tmp_path):
     config = {
         **make_config(request.param, tmp_path, request),
         "RATELIMIT_ENABLED": True,
+        **redis_limits(),  # one count for both, as for two worker processes
         "LOGIN_RATE_LIMIT": "1000 per minute",
         "INVITATION_RATE_LIMIT": "3 per hour",
     }

@@ -34,9 +34,14 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SESSION_COOKIE_SAMESITE": "Lax",
         "REMEMBER_COOKIE_HTTPONLY": True,
         "WTF_CSRF_TIME_LIMIT": None,
-        # Rate limits (survey.platform.limits; in-memory counters only). Submissions are limited per address
-        # generously: people behind one school or office router share an address.
+        # Rate limits (survey.platform.limits). Submissions are limited per address generously: people
+        # behind one school or office router share an address.
         "RATELIMIT_ENABLED": True,
+        # Where the rate limits count: unset, in this process's memory (one process: `make run`); a
+        # Redis URL such as redis://127.0.0.1:6379/0 for one count across workers and hosts, which
+        # production needs to run several workers (check_shared_limits). Keys begin with the prefix.
+        "RATELIMIT_STORAGE_URL": None,
+        "RATELIMIT_KEY_PREFIX": "survey",
         "LOGIN_RATE_LIMIT": "10 per minute",
         "SUBMISSION_RATE_LIMIT": "600 per minute",
         # How many reverse proxies in front of the app set X-Forwarded-For/-Proto/-Host (0: none).
@@ -103,6 +108,7 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
             "PUBLIC_URL is not set: no invitation, password link or e-mail can be made until it is "
             "(set it to the address people open the site at, e.g. https://surveys.example.org)"
         )
+    check_shared_limits(values)
     return {
         "SESSION_COOKIE_SECURE": True,
         "REMEMBER_COOKIE_SECURE": True,
@@ -110,6 +116,49 @@ def production_settings(values: dict[str, Any]) -> dict[str, Any]:
         "STRICT_TRANSPORT_SECURITY": values.get("STRICT_TRANSPORT_SECURITY") or DEFAULT_HSTS,
         "PUBLIC_URL_REQUIRED": True,
     }
+
+
+#: Set by gunicorn's master (survey.platform.gunicorn_conf) to the number of worker processes it runs.
+WORKERS_VARIABLE = "SURVEY_WORKER_PROCESSES"
+#: ``RATELIMIT_STORAGE_URL`` values that keep counting in each process's memory.
+MEMORY_URLS = ("memory://", "sweptmemory://")
+
+
+def check_shared_limits(values: dict[str, Any]) -> None:
+    """Production with several worker processes counts rate limits in a shared store, or says plainly
+    what the limits then mean.
+
+    With counters in each process's memory, W workers each let an address through the whole limit:
+    "10 sign-in guesses a minute" became 20 with 2 workers, and 40 with 2 hosts of 2 (measured in
+    benchmarks/hosts_limit.md). So several workers and no ``RATELIMIT_STORAGE_URL`` refuse to start;
+    ``RATELIMIT_STORAGE_URL=memory://`` is the explicit choice of per-process counting, logged as a
+    warning with the limit it really gives. One worker on one host needs no store."""
+    if not values.get("RATELIMIT_ENABLED", True):
+        return
+    try:
+        workers = int(os.environ.get(WORKERS_VARIABLE) or 1)
+    except ValueError:
+        workers = 1
+    url = values.get("RATELIMIT_STORAGE_URL")
+    if workers <= 1 or (url and not url.startswith(MEMORY_URLS)):
+        return
+    if not url:
+        raise RuntimeError(
+            f"{workers} worker processes count rate limits apart, each allowing the whole limit: set "
+            "RATELIMIT_STORAGE_URL to a Redis server shared by every worker and host (e.g. "
+            "redis://127.0.0.1:6379/0), or RATELIMIT_STORAGE_URL=memory:// to accept per-process limits "
+            "(docs/deploy.md)"
+        )
+    logging.getLogger(__name__).warning(
+        "RATELIMIT_STORAGE_URL=%s: rate limits are counted in each of the %d worker processes apart, so "
+        "one address may make up to %d times each limit (LOGIN_RATE_LIMIT %s: up to %d × that), and "
+        "that many times again on every other host; set a Redis URL for one shared count",
+        url,
+        workers,
+        workers,
+        values.get("LOGIN_RATE_LIMIT"),
+        workers,
+    )
 
 
 def from_environment() -> dict[str, Any]:
@@ -124,6 +173,8 @@ def from_environment() -> dict[str, Any]:
         "TOKEN_RATE_LIMIT",
         "API_TOKEN_RATE_LIMIT",
         "INVITATION_RATE_LIMIT",
+        "RATELIMIT_STORAGE_URL",
+        "RATELIMIT_KEY_PREFIX",
         "PUBLIC_URL",
         *MAIL_TEXT_KEYS,
     ):

@@ -4,7 +4,9 @@ Environment variables set the usual knobs (``BIND``, default 127.0.0.1:8000; ``W
 the number of worker processes, default two per core; ``WEB_THREADS``, threads per worker, default
 32); anything given on gunicorn's command line wins over this file. Every worker keeps its own
 database connection pool (SQLAlchemy's default: 5, up to 15 under load), so give PostgreSQL
-(``DATABASE_URL``) room for workers × 15 connections; SQLite allows one writer at a time.
+(``DATABASE_URL``) room for workers × 15 connections; SQLite allows one writer at a time. Several
+workers need ``RATELIMIT_STORAGE_URL`` (a Redis server) for the rate limits to count once across
+them, or refuse to start (survey.platform.config.check_shared_limits; docs/deploy.md).
 
 **Slow clients.** Sync workers serve one connection each from its first byte to its last: four
 clients that send their request slowly held all four workers (each until the 30 s timeout, then
@@ -39,3 +41,10 @@ graceful_timeout = 30
 accesslog = "-"
 access_log_format = "%(m)s %(U)s %(s)s %(B)s %(M)sms"
 errorlog = "-"
+
+
+def on_starting(server) -> None:
+    """Tell the app how many worker processes share its rate limits (survey.platform.config,
+    ``check_shared_limits``): several need ``RATELIMIT_STORAGE_URL``. Read from gunicorn's final
+    settings, so that ``-w`` on the command line counts too."""
+    os.environ["SURVEY_WORKER_PROCESSES"] = str(server.cfg.workers)
