@@ -11,15 +11,15 @@ import pytest
 from sqlalchemy import func, select
 
 from survey.domain.accounts.access import NEEDS
+from survey.domain.accounts.api_tokens import PREFIX
 from survey.domain.models import API_SCOPES, Membership, Submission, Survey, User
 from survey.platform.extensions import db
 from survey.web.api.description import description
 from survey.web.auth.bearer import scope_for
 
-from .accounts import make_user, sign_in
+from .accounts import assert_problem, get, make_token, make_user, sign_in
 from .databases import limited_app
 from .surveys import GOOD, SMALL_SPEC, SUBMISSIONS, add_survey, submit_answers
-from .test_api_tokens import PREFIX, assert_problem, get, make_token
 
 SLUG = "small-test"
 #: Query strings that make each analysis mean something on the small survey.

@@ -83,7 +83,7 @@ SCHEMAS: dict[str, Any] = {
     ),
     "Spec": _object(
         {"title": STRING, "questions": _array(_object({"key": STRING, "kind": STRING, "text": STRING}))},
-        description="A survey spec: POST it to the import page to make a copy (docs/spec.md).",
+        description="A survey spec: import it (the import page, or flask import-survey) to make a copy.",
     ),
     "Estimates": _object(
         {
