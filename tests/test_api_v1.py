@@ -260,3 +260,4 @@ def test_the_reference_page_shows_every_operation_without_a_script(app, client):
         for operation in methods.values():
             assert f'id="{operation["operationId"]}"' in page and path in page
     assert "application/problem+json" in page and "<code>manage</code>" in page
+    assert "(<code>token.scope</code>)" in page and "`" not in page  # the code spans are drawn, not shown

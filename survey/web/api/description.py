@@ -261,7 +261,7 @@ def _read(
     }
 
 
-NOT_YET = "an analysis that cannot be made yet (nobody answered: `analysis.no_answers`)"
+NOT_YET = "An analysis that cannot be made yet (nobody answered: `analysis.no_answers`)."
 CATEGORY = _query("category", "The option whose share is used (its code in the exports; the first by default).")
 
 PATHS: dict[str, Any] = {

@@ -14,10 +14,12 @@ Errors are raised, not returned: a :class:`DomainError` reaches the app's handle
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from flask import Response, jsonify, render_template, request, send_file, stream_with_context, url_for
 from flask_login import current_user
+from markupsafe import Markup, escape
 
 from survey.domain.accounts.access import allowed, role_of, survey_for, visible_surveys
 from survey.domain.errors import DomainError
@@ -35,6 +37,8 @@ from ..common import current_grant, me, takes_token
 from . import bp
 from .description import LABELLED_TYPES, description, operations
 
+#: A `code span` in the description's texts (CommonMark's, which OpenAPI's descriptions are written in).
+CODE_SPAN = re.compile(r"`([^`<>]+)`")
 #: What each scope lets a token do on a survey, in the role rules' words (survey.domain.accounts.access).
 NEED_OF_SCOPE = {"results": "results", "manage": "edit"}
 
@@ -47,6 +51,12 @@ def _no_store(response: Response) -> Response:
     if response.status_code == 401:  # RFC 6750: a 401 says how to authenticate
         response.headers.setdefault("WWW-Authenticate", 'Bearer realm="api"')
     return response
+
+
+@bp.app_template_filter("code_spans")
+def _code_spans(text: str | None) -> Markup:
+    """The description's `code` spans (its only markup) as <code>, everything else escaped."""
+    return Markup(CODE_SPAN.sub(r"<code>\1</code>", str(escape(text or ""))))
 
 
 def _user() -> User:
