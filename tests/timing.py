@@ -23,6 +23,18 @@ from collections import defaultdict
 THRESHOLD = 0.3
 
 SLOW = {
+    "test_api_scripts.py::test_the_python_script_prints_the_apis_estimates",
+    "test_api_scripts.py::test_the_python_script_stops_on_a_refusal_with_the_problems_code",
+    "test_api_scripts.py::test_the_r_script_prints_the_apis_estimates",
+    "test_api_v1.py::test_a_refused_choice_is_a_problem_with_its_code_and_path",
+    "test_api_v1.py::test_a_role_removed_is_a_right_removed",
+    "test_api_v1.py::test_access_matrix_over_every_v1_route",
+    "test_api_v1.py::test_the_submission_is_rate_limited_as_the_pages_one",
+    "test_api_v1.py::test_v1_answers_what_the_results_pages_read",
+    "test_openapi.py::test_generated_requests_get_answers_the_description_promises",
+    "test_openapi.py::test_known_good_requests_match_their_schemas",
+    "test_openapi.py::test_requests_the_description_forbids_get_no_server_error",
+    "test_openapi.py::test_the_served_description_names_this_site",
     "test_arms.py::test_the_interval_covers_and_the_test_keeps_its_level",
     "test_noncompliance.py::test_the_profile_interval_covers_at_the_level_over_simulated_surveys",
     "test_noncompliance.py::test_profile_intervals_end_where_the_likelihood_ratio_reaches_chi_square",
