@@ -31,6 +31,9 @@ PUBLIC = {
     "respond.thanks",
     "respond.privacy",
     "respond.submit_json",
+    "api.submit",
+    "api.openapi",
+    "api.docs",
 }
 #: For any signed-in user, because they concern no particular survey.
 ANY_SIGNED_IN = {
@@ -41,6 +44,7 @@ ANY_SIGNED_IN = {
     "auth.create_api_token",
     "auth.revoke_api_token",
     "organize.preview",
+    "api.surveys",
 }
 #: URL arguments the tests know how to fill with real values.
 KNOWN_ARGUMENTS = {"slug", "key"}
@@ -67,7 +71,12 @@ DESIGN_CHANGES = [
 
 
 #: Query strings that routes need to mean anything (a test needs a question and a threshold).
-QUERIES = {"results.anytime_api": "?question=drugs&threshold=0.1"}
+QUERIES = {
+    "results.anytime_api": "?question=drugs&threshold=0.1",
+    "api.anytime_test": "?question=drugs&threshold=0.1",
+    "api.comparison": "?question=drugs&by=age",
+    "api.logistic_regression": "?outcome=drugs&covariates=age",
+}
 
 
 def fill(rule, slug: str) -> str:
@@ -134,9 +143,11 @@ def test_the_allow_lists_name_real_endpoints(app):
 
 
 def test_public_routes_are_the_respondent_sign_in_start_health_and_static(app):
-    """A new public route must be added to PUBLIC on purpose, not by forgetting a check."""
+    """A new public route must be added to PUBLIC on purpose, not by forgetting a check. The API's
+    public routes are its description and the respondent's submission."""
     public = {rule.endpoint for rule in app.url_map.iter_rules() if rule.endpoint in PUBLIC}
-    assert {e.split(".")[0] for e in public} <= {"static", "auth", "results", "respond", "health"}
+    assert {e.split(".")[0] for e in public} <= {"static", "auth", "results", "respond", "health", "api"}
+    assert {e for e in public if e.startswith("api.")} == {"api.submit", "api.openapi", "api.docs"}
 
 
 def test_anonymous_users_are_sent_to_sign_in_everywhere_else(app, client, small_survey):
@@ -196,12 +207,12 @@ def test_a_researcher_sees_results_and_nothing_to_manage(app, small_survey):
     for rule, method in rules(app, survey_specific):
         path = fill(rule, small_survey)
         where = f"{method} {path} ({rule.endpoint})"
-        if rule.endpoint.startswith("results."):
+        if rule.endpoint.startswith("results.") or (rule.endpoint.startswith("api.") and rule.endpoint != "api.spec"):
             # 409: a comparison or a regression before anyone answered
             assert method == "GET" and client.get(path).status_code in (200, 409), where
         else:
             # the organizers' preview of the respondent page is theirs too
-            organizers = rule.endpoint.startswith("organize.") or rule.endpoint == "respond.preview"
+            organizers = rule.endpoint.startswith("organize.") or rule.endpoint in ("respond.preview", "api.spec")
             assert organizers, f"{where}: which role may use this?"
             for data in (None, DESIGN_CHANGES[0]):
                 assert client.open(path, method=method, data=data).status_code == 404, where

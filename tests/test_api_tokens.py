@@ -26,7 +26,7 @@ from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.auth.bearer import scope_for
 
-from .accounts import PASSWORD, make_admin, make_user, sign_in
+from .accounts import PASSWORD, assert_problem, bearer, get, make_admin, make_token, make_user, sign_in
 from .databases import limited_app
 from .live import log_lines, serve
 from .surveys import GOOD, SMALL_SPEC, add_survey
@@ -34,19 +34,6 @@ from .surveys import GOOD, SMALL_SPEC, add_survey
 QUESTION_KEY = "often"
 #: Query strings that routes need to mean anything.
 QUERIES = {"results.anytime_api": "?question=drugs&threshold=0.1"}
-
-
-def make_token(app, username: str, scope: str = "results", days: int = 30, slugs: list[str] | None = None) -> str:
-    with app.app_context():
-        user = db.session.scalar(select(User).where(User.username == username))
-        ids = [db.session.scalar(select(Survey.id).where(Survey.slug == s)) for s in slugs or []]
-        _, token = create_token(db.session, user, "script", scope, days, survey_ids=ids)
-        db.session.commit()
-        return token
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def token_rows(app) -> list[ApiToken]:
@@ -68,25 +55,8 @@ def bearer_routes(app) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def get(client, path: str, token: str | None = None):
-    """GET ``path`` (with ``token``), its body read and the response closed (a streamed download
-    keeps its request context until then)."""
-    response = client.get(path, headers=bearer(token) if token is not None else {})
-    response.get_data()
-    response.close()
-    return response
-
-
 def estimates(client, token: str, slug: str = "small-test"):
     return client.get(f"/api/surveys/{slug}/estimates", headers=bearer(token))
-
-
-def assert_problem(response, status: int, code: str | None = None) -> None:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.mimetype == "application/problem+json"
-    assert response.json["status"] == status
-    if code:
-        assert response.json["code"] == code
 
 
 # -- made once, stored hashed ------------------------------------------------------------------------

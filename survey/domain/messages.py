@@ -83,6 +83,10 @@ MESSAGES: dict[str, Message] = {
         ),
     ),
     "answer.required": Message(400, N_("question {key!r} is required: please answer it")),
+    # -- api --
+    "api.unauthenticated": Message(
+        401, N_("Send a personal API token (Authorization: Bearer rrs_...), or sign in, to read this.")
+    ),
     # -- association --
     "association.too_large": Message(
         422,

@@ -52,6 +52,7 @@ LIMITED = {
     "auth.link": "TOKEN_RATE_LIMIT",
     "respond.submit_form": "SUBMISSION_RATE_LIMIT",
     "respond.submit_json": "SUBMISSION_RATE_LIMIT",
+    "api.submit": "SUBMISSION_RATE_LIMIT",
 }
 #: Endpoints where opening the page is a try too: the page of an invitation or password link tells
 #: whether its token is alive.

@@ -4,7 +4,8 @@
 - ``organize``: the organizer's workspace (builder, privacy preview, lifecycle, sharing, account);
 - ``results``: the survey list, the estimates page and the downloads;
 - ``auth``: sign-in and sign-out, and the pages of invitation and password links;
-- ``admin``: the administrator's users page.
+- ``admin``: the administrator's users page;
+- ``api``: the versioned API, /api/v1, and its OpenAPI description.
 
 Blueprints do not import one another; what more than one of them needs lives in this package
 itself (:mod:`survey.web.common`).
@@ -19,6 +20,7 @@ def init_app(app: Flask) -> None:
     """Register every blueprint, and what they share (:func:`survey.web.common.init_app`)."""
     from . import auth, common, ids
     from .admin import bp as admin_bp
+    from .api import bp as api_bp
     from .organize import bp as organize_bp
     from .respond import bp as respond_bp
     from .results import bp as results_bp
@@ -29,4 +31,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(results_bp)
     app.register_blueprint(organize_bp)
     app.register_blueprint(admin_bp)
+    app.register_blueprint(api_bp)
     common.init_app(app)

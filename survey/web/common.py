@@ -19,6 +19,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from flask_login import current_user
 
+from survey.domain.accounts.api_tokens import Grant
 from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey_access
 from survey.domain.errors import DomainError, Path
 from survey.domain.messages import message, template
@@ -161,7 +162,7 @@ def _domain_error(error: DomainError):
 
 
 #: The endpoints that store a respondent's answers.
-SUBMISSIONS = frozenset({"respond.submit_form", "respond.submit_json"})
+SUBMISSIONS = frozenset({"respond.submit_form", "respond.submit_json", "api.submit"})
 #: What a 503 asks clients to wait before trying again.
 RETRY_AFTER_SECONDS = 30
 
@@ -207,6 +208,28 @@ def _database_unavailable(error: Exception) -> Response:
     response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+#: The attribute :func:`takes_token` sets on a view, which survey.web.auth.bearer reads.
+TOKEN_SCOPES = "token_scopes"
+
+
+def takes_token(*scopes: str) -> Callable[[T], T]:
+    """Mark a view as one a personal API token may call with any of ``scopes`` (the bearer hook,
+    survey.web.auth.bearer, checks them before the view runs; the view then checks the user's role
+    as for a browser). No scopes: a public view, where a token is neither needed nor read."""
+
+    def mark(view: T) -> T:
+        setattr(view, TOKEN_SCOPES, frozenset(scopes))
+        return view
+
+    return mark
+
+
+def current_grant() -> Grant | None:
+    """The grant of this request's API token, if it came with one that was accepted (set by
+    survey.web.auth.bearer): who the token acts for, its scope and the surveys it is limited to."""
+    return g.get("api_grant")
 
 
 def me() -> User:

@@ -66,10 +66,10 @@ class Grant:
     def reaches(self, survey: Survey) -> bool:
         return self.survey_ids is None or survey.id in self.survey_ids
 
-    def require_scope(self, scope: str) -> None:
-        """Refuse (403 ``token.scope``) unless the token's scope is ``scope``."""
-        if self.scope != scope:
-            raise DomainError("token.scope", scope=self.scope, needed=scope)
+    def require_scope(self, *scopes: str) -> None:
+        """Refuse (403 ``token.scope``) unless the token's scope is one of ``scopes``."""
+        if self.scope not in scopes:
+            raise DomainError("token.scope", scope=self.scope, needed=" or ".join(scopes))
 
 
 def _live(user: User):

@@ -6,12 +6,12 @@ view then checks rights as it does for a browser (``survey_for``: the user's rol
 there is none). What the hook adds is what the token limits:
 
 - where a token is taken at all (:func:`scope_for`): the researcher's read endpoints of the results
-  blueprint (its JSON and its exports; not its HTML pages), with GET, for scope ``results``. Any
-  other address answers a bearer request 401 ``token.not_here``: a token never reaches a page, a
-  form or a change. A request with a token is never also signed in by its cookie: the session
-  cookie is not read, none is made, and no CSRF exemption is needed (every endpoint here is a GET;
-  the writing endpoints of /api/v1 will exempt a bearer request only when it carries no session
-  cookie);
+  blueprint (its JSON and its exports; not its HTML pages), with GET, for scope ``results``, and
+  the views of /api/v1 (survey.web.api) with the scopes each declares. Any other address answers
+  a bearer request 401 ``token.not_here``: a token never reaches a page, a form or a change. The
+  public addresses of /api/v1 (the respondent's submission, the description) do not read a token.
+  A request with a token is never also signed in by its cookie: the session cookie is not read,
+  none is made, and no CSRF exemption is needed (every endpoint a token reaches is a GET);
 - its scope (403 ``token.scope``) and its surveys (404, as for a survey that is not one's own);
 - its rate: ``API_TOKEN_RATE_LIMIT`` per token, and refused tokens on ``TOKEN_RATE_LIMIT`` per
   address (survey.platform.limits); 429 past either.
@@ -24,36 +24,41 @@ and only its digest is looked up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from flask import Flask, Response, abort, current_app, g, request
 from sqlalchemy import select
 
-from survey.domain.accounts.api_tokens import Grant, authenticate
+from survey.domain.accounts.api_tokens import authenticate
 from survey.domain.errors import DomainError, NotFound
 from survey.domain.models import Survey
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
 from survey.platform.security import is_bearer_request
 
-from ..common import json_error
+from ..common import TOKEN_SCOPES, json_error
 
 #: The results blueprint's HTML pages: for browsers only, never for a token.
 RESULTS_PAGES = frozenset({"results.index", "results.survey", "results.compare_page", "results.regression_page"})
-#: The methods a token may use now (reading only, until /api/v1).
+#: The methods a token may use (reading only: no endpoint that changes anything takes a token yet).
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 
-def scope_for(endpoint: str | None, method: str) -> str | None:
-    """The scope a token needs at ``endpoint``, or None where no token is taken: every endpoint of
-    the results blueprint but its pages (its JSON and its downloads, including those added later),
-    read with GET, takes a ``results`` token."""
+def scope_for(endpoint: str | None, method: str, view: Callable[..., Any] | None = None) -> frozenset[str] | None:
+    """The scopes a token may have at ``endpoint`` (whose view function is ``view``), or None where
+    no token is taken.
+
+    Every endpoint of the results blueprint but its pages (its JSON and its downloads, including
+    those added later), read with GET, takes a ``results`` token. A view marked with
+    :func:`survey.web.common.takes_token` (the /api/v1 blueprint's) takes its scopes with GET; one
+    marked with no scope is public, and answers an empty set: the token is not read at all."""
     if endpoint and endpoint.startswith("results.") and endpoint not in RESULTS_PAGES and method in READ_METHODS:
-        return "results"
+        return frozenset({"results"})
+    scopes: frozenset[str] | None = getattr(view, TOKEN_SCOPES, None)
+    if scopes is not None and (not scopes or method in READ_METHODS):
+        return scopes
     return None
-
-
-def current_grant() -> Grant | None:
-    """The grant of this request's token, if it came with one that was accepted."""
-    return g.get("api_grant")
 
 
 def _refused(error: DomainError) -> Response:
@@ -67,9 +72,12 @@ def _refused(error: DomainError) -> Response:
 def _bearer() -> Response | None:
     if not is_bearer_request():
         return None
-    scope = scope_for(request.endpoint, request.method)
-    if scope is None:
+    view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
+    scopes = scope_for(request.endpoint, request.method, view)
+    if scopes is None:
         return _refused(DomainError("token.not_here"))
+    if not scopes:  # a public address (the respondent's submission): the token is not read
+        return None
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     address = request.remote_addr or "unknown"
     if not limiter.bearer_guesses_left(app, address):
@@ -87,7 +95,7 @@ def _bearer() -> Response | None:
     if db.session.dirty:  # the day of last use changed (once a day per token; nothing else is written)
         db.session.commit()
     try:
-        grant.require_scope(scope)
+        grant.require_scope(*sorted(scopes))
         slug = (request.view_args or {}).get("slug")
         if grant.survey_ids is not None and slug is not None:
             survey_id = db.session.scalar(select(Survey.id).where(Survey.slug == slug))

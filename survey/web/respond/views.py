@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from flask import Response, abort, current_app, g, redirect, render_template, request, url_for
+from flask import Response, abort, g, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
@@ -11,21 +10,14 @@ from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
-from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
-from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
-from survey.domain.validation import parse_json
 from survey.platform.extensions import csrf, db
 
-from ..common import json_error, localized, say
+from .. import submitting
+from ..common import localized, say
 from . import bp
 from .page import contact_href, option_label, survey_page
 
 FIELD_PREFIX = "q_"
-#: The answer to every stored submission, encoded once (it runs once per respondent).
-STORED = json.dumps({"status": "stored", "message": "Thank you: your randomized answers were stored."})
-ALREADY = json.dumps({"status": "already received", "message": ALREADY_RECEIVED_MESSAGE})
-#: What a JSON submission may carry.
-BODY_FIELDS = {"answers", "invitation", "submission_key"}
 #: Form fields that are not answers.
 NOT_ANSWERS = ("csrf_token", "invitation", "submission_key")
 
@@ -97,35 +89,11 @@ def show(slug: str):
     return _render_form(_survey_or_404(slug), invitation=request.args.get("code", ""))
 
 
-def _forms() -> FormCache:
-    """This process's published surveys' forms (see :class:`survey.domain.responses.submissions.SubmissionForm`)."""
-    return current_app.extensions.setdefault("survey.submission_forms", {})
-
-
-def _form_or_404(slug: str) -> SubmissionForm:
-    form = submission_form(db.session, slug, _forms())
-    if form is None:
-        abort(404)
-    return form
-
-
-def _record(form: SubmissionForm, answers: Any, invitation: str | None, key: str | None) -> Recorded:
-    return record_submission(
-        db.session,
-        form,
-        answers,
-        invitation=invitation,
-        cache=_forms(),
-        key=key,
-        batch=current_app.config["ANONYMITY_BATCH"],
-    )
-
-
 @bp.post("/s/<slug>")
 def submit_form(slug: str):
     """The form post: reported values only, in fields ``q_<question key>``, and the page's
     ``submission_key`` (a resend of a stored submission is received once)."""
-    form = _form_or_404(slug)
+    form = submitting.form_or_404(slug)
     answers: dict[str, Any] = {}
     invitation = request.form.get("invitation", "")
     key = request.form.get("submission_key", "")
@@ -144,7 +112,7 @@ def submit_form(slug: str):
             return _render_form(_survey_or_404(slug), message, 400, invitation=invitation, submission_key=key)
         answers[name[len(FIELD_PREFIX) :]] = values[0]
     try:
-        recorded = _record(form, answers, invitation, key)
+        recorded = submitting.record(form, answers, invitation, key)
     except DomainError as error:
         survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and isinstance(error, Forbidden):
@@ -217,49 +185,9 @@ def privacy(slug: str):
     )
 
 
-def _idempotency_header() -> str | None:
-    """The ``Idempotency-Key`` header's value, unquoted (the IETF draft sends it as a quoted string)."""
-    value = request.headers.get("Idempotency-Key")
-    if value is not None and len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    return value
-
-
-def _api_error(code: str, *path: str):
-    return json_error(DomainError(code, path=path))
-
-
 @bp.post("/api/surveys/<slug>/responses")
 @csrf.exempt  # no cookie is involved; JSON with this content type cannot be sent cross-site without CORS
 def submit_json(slug: str):
-    """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why."""
-    form = _form_or_404(slug)
-    if not request.is_json:
-        return _api_error("submission.not_json")
-    origin = request.headers.get("Origin")
-    if origin and origin.rstrip("/") != request.host_url.rstrip("/"):
-        return _api_error("submission.foreign_origin")
-    try:
-        body = parse_json(request.get_data(cache=False), "the body")
-    except DomainError as error:
-        return json_error(error)
-    if (
-        not isinstance(body, dict)
-        or "answers" not in body
-        or not set(body) <= {"answers", "invitation", "submission_key"}
-    ):
-        return _api_error("submission.body_malformed")
-    invitation = body.get("invitation")
-    if invitation is not None and not isinstance(invitation, str):
-        return _api_error("submission.invitation_not_text", "invitation")
-    key = body.get("submission_key", _idempotency_header())
-    if key is not None and not isinstance(key, str):
-        return _api_error("submission.key_not_text", "submission_key")
-    try:
-        recorded = _record(form, body["answers"], invitation, key)
-    except DomainError as error:
-        return json_error(error)
-    if recorded.already:
-        return Response(ALREADY, status=200, mimetype="application/json")
-    current_app.logger.debug("submission stored")
-    return Response(STORED, status=201, mimetype="application/json")
+    """``{"answers": {"<question key>": <reported option code>, ...}}`` → 201, or a 4xx saying why
+    (:func:`survey.web.submitting.submit_json`, which /api/v1 answers with too)."""
+    return submitting.submit_json(slug)

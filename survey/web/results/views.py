@@ -36,7 +36,8 @@ from survey.domain.results.analysis import (
     regression,
     too_large_to_pair,
 )
-from survey.domain.results.coding import parse_category, researcher_code, researcher_options, stored_code
+from survey.domain.results.coding import parse_category, researcher_code, researcher_options
+from survey.domain.results.documents import anytime_document, live_document
 from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
@@ -354,25 +355,10 @@ def r_script_file(slug: str):
 @bp.get("/api/surveys/<slug>/live")
 def live_api(slug: str):
     """Every randomized question's live intervals, its timeline, and the stopping rule's state; every
-    number question's live interval for its mean (not part of the stopping rule)."""
+    number question's live interval for its mean (:func:`survey.domain.results.documents.live_document`)."""
     if not current_user.is_authenticated:
         return json_error(DomainError("auth.results_sign_in"))
-    survey = _survey_or_404(slug)
-    counts = survey_counts(db.session, survey)
-    status = live_status(db.session, survey, counts)
-    document = status.to_dict()
-    document["numbers"] = [m.live_dict() for m in number_results(db.session, survey, counts)]
-    days = timelines(db.session, [q.question for q in status.questions])
-    for item, q in zip(document["questions"], status.questions, strict=True):
-        item["intervals"] = _researcher_live(q)
-        item["timeline"] = days[q.question.id].to_dict()
-    return jsonify(document)
-
-
-def _researcher_live(q: LiveQuestion) -> list[dict[str, Any]]:
-    """A question's live intervals per option, in the exports' codes (yes = 1, no = 0)."""
-    data = q.sequence.to_dict()["categories"]
-    return [{"code": o["code"], **data[stored_code(q.question, o["code"])]} for o in researcher_options(q.question)]
+    return jsonify(live_document(db.session, _survey_or_404(slug)))
 
 
 @bp.get("/api/surveys/<slug>/anytime-test")
@@ -384,7 +370,7 @@ def anytime_api(slug: str):
     survey = _survey_or_404(slug)
     args = request.args
     try:
-        result = anytime(
+        document = anytime_document(
             db.session,
             survey,
             args.get("question"),
@@ -394,10 +380,7 @@ def anytime_api(slug: str):
         )
     except DomainError as e:
         return json_error(e)
-    document = result.to_dict()
-    question = next(q for q in survey.randomized_option_questions if q.key == args.get("question"))
-    document["category"] = researcher_code(question, result.category)
-    return jsonify({"question": question.key, **document})
+    return jsonify(document)
 
 
 # -- comparisons -----------------------------------------------------------------------------------
