@@ -18,13 +18,14 @@ from survey.platform.extensions import db
 
 from .accounts import make_user, sign_in
 
-#: Open to anyone: the respondent's pages and API, sign-in, invitation and password links (their
+#: Open to anyone: the respondent's pages and API, sign-in and "forgot password", invitation and password links (their
 #: token is the right), the start page, static files.
 PUBLIC = {
     "static",
     "health.health",
     "auth.login",
     "auth.link",
+    "auth.forgot_password",
     "results.index",
     "respond.show",
     "respond.submit_form",
