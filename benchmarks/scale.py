@@ -401,8 +401,8 @@ def analysis_report(rows: list[dict], index_cost: dict[str, list[float]] | None 
         " each interleaved: *page* as a researcher refreshing it sees it (the timelines kept from the view"
         " before, `survey/domain/results/kept.py`, since no submission came); *page afresh* with nothing kept"
         " (every timeline computed again, as after a submission); *tally read*, its floor: the one SELECT of the"
-        " running tallies the page needs (`counts_statement`: sent and its rows read, the survey's id known). *Statements*: every SQL statement"
-        " one view sends (counted by a SQLAlchemy event), signing in included.",
+        " running tallies the page needs (`counts_statement`: sent and its rows read, the survey's id known)."
+        " *Statements*: every SQL statement one view sends (counted by a SQLAlchemy event), signing in included.",
         "",
         "| submissions | page | page afresh | tally read | page ÷ tally read | afresh ÷ tally read | statements"
         " | HTML |",
