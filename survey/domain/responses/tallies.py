@@ -30,6 +30,7 @@ from survey.domain.models import (
     Survey,
 )
 from survey.domain.responses.mixing import question_kinds
+from survey.domain.results.kept import kept_estimate
 from survey.domain.results.numbers import NumberSummary, summarize
 from survey.domain.results.randomized_numbers import RandomizedNumberSummary, summarize_reports
 from survey.domain.surveys.kinds import NUMBERS, SHARES
@@ -342,7 +343,7 @@ def survey_results(
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
-        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
+        results.append(QuestionResult(q, mech, c, kept_estimate(mech, c, estimate) if c.sum() > 0 else None))
     return results
 
 

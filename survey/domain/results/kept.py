@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from survey.privacy import Mechanism
+from survey.privacy import ConfidenceSequence, Estimate, Mechanism, confidence_sequence, estimate
 
 T = TypeVar("T")
 
@@ -60,6 +60,27 @@ def kept(key: bytes, compute: Callable[[], T]) -> T:
         while len(_kept) > KEPT:
             _kept.popitem(last=False)
     return value
+
+
+def _counts_key(counts: np.ndarray) -> bytes:
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    return repr(counts.shape).encode() + counts.tobytes()
+
+
+def kept_estimate(
+    mechanism: Mechanism, counts: np.ndarray, compute: Callable[[Mechanism, np.ndarray], Estimate] = estimate
+) -> Estimate:
+    """``compute(mechanism, counts)`` (:func:`survey.privacy.estimate`), kept while the counts are the
+    same (an estimate is never changed once made: its intervals are computed once, handed out as
+    copies)."""
+    key = digest(["estimate", mechanism_key(mechanism), _counts_key(counts)])
+    return kept(key, lambda: compute(mechanism, np.array(counts)))
+
+
+def kept_sequence(mechanism: Mechanism, counts: np.ndarray, level: float) -> ConfidenceSequence:
+    """:func:`survey.privacy.confidence_sequence` of ``counts``, kept while they are the same."""
+    key = digest(["sequence", mechanism_key(mechanism), level, _counts_key(counts)])
+    return kept(key, lambda: confidence_sequence(mechanism, np.array(counts), level))
 
 
 def forget() -> None:

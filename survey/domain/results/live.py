@@ -36,7 +36,7 @@ from survey.domain.responses.tallies import (
     survey_counts,
 )
 from survey.domain.results.coding import parse_category
-from survey.domain.results.kept import digest, kept, mechanism_key
+from survey.domain.results.kept import digest, kept, kept_sequence, mechanism_key
 from survey.domain.surveys import lifecycle
 from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_test, confidence_sequence, estimate
 
@@ -105,7 +105,7 @@ def live_status(session: Session, survey: Survey, counts: Counts | None = None) 
     questions = []
     for q in survey.randomized_option_questions:
         c = by_question[q.id]
-        sequence = confidence_sequence(question_mechanism(q), c, LEVEL)
+        sequence = kept_sequence(question_mechanism(q), c, LEVEL)
         questions.append(LiveQuestion(q, sequence, int(c.sum()), survey.target_margin))
     return LiveStatus(survey, questions)
 
