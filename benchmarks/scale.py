@@ -1,6 +1,6 @@
-"""Scale: estimates, exports and ingest from 10,000 to 1,000,000 submissions, PostgreSQL and SQLite.
+"""Scale: estimates, exports, analysis and ingest from 10,000 to 1,000,000 submissions, PostgreSQL and SQLite.
 
-Three measurements, each on databases of its own that the migrations create:
+Four measurements, each on databases of its own that the migrations create:
 
 * **Estimation.** A 10-question survey (five yes/no and five 5-option questions, all GRR, ε from
   0.5 to 3) is filled by bulk insert (COPY on PostgreSQL, executemany on SQLite) to 10,000, then
@@ -21,6 +21,14 @@ Three measurements, each on databases of its own that the migrations create:
   with it, the ceiling: as many processes as workers inserting the same rows by plain SQL (one
   INSERT per row, one transaction per submission, psycopg), and the same processes sending the one
   statement our app sends (with the tallies, in autocommit), the floor of our own SQL.
+
+* **Analysis** (PostgreSQL). A survey with direct covariates (``ANALYSIS_SPEC``) bulk-loaded to
+  each size: breakdowns and an association from the pair and day tallies; a regression on three
+  covariates beside a naive peer reading the raw answers into numpy (:func:`peer_regression`, the
+  same fit), interleaved; the results page through the app beside its floor, the one SELECT of the
+  tallies, interleaved, with the statements one view sends and its size. Then the ingest cost of
+  the regression's index (:func:`run_index_cost`): the app's statement with the indexes of
+  ``answers`` before migration 0016, after it, and both, interleaved.
 
 Run with ``make bench``; the committed ``scale.md`` beside this file is its last output. Needs
 ``TEST_DATABASE_URL`` (or ``--postgresql``) for PostgreSQL, and ``wrk`` (Debian's package) for ingest.
