@@ -1,6 +1,6 @@
-"""Scale: estimates, exports and ingest from 10,000 to 1,000,000 submissions, PostgreSQL and SQLite.
+"""Scale: estimates, exports, analysis and ingest from 10,000 to 1,000,000 submissions, PostgreSQL and SQLite.
 
-Three measurements, each on databases of its own that the migrations create:
+Four measurements, each on databases of its own that the migrations create:
 
 * **Estimation.** A 10-question survey (five yes/no and five 5-option questions, all GRR, ε from
   0.5 to 3) is filled by bulk insert (COPY on PostgreSQL, executemany on SQLite) to 10,000, then
@@ -21,6 +21,14 @@ Three measurements, each on databases of its own that the migrations create:
   with it, the ceiling: as many processes as workers inserting the same rows by plain SQL (one
   INSERT per row, one transaction per submission, psycopg), and the same processes sending the one
   statement our app sends (with the tallies, in autocommit), the floor of our own SQL.
+
+* **Analysis** (PostgreSQL). A survey with direct covariates (``ANALYSIS_SPEC``) bulk-loaded to
+  each size: breakdowns and an association from the pair and day tallies; a regression on three
+  covariates beside a naive peer reading the raw answers into numpy (:func:`peer_regression`, the
+  same fit), interleaved; the results page through the app beside its floor, the one SELECT of the
+  tallies, interleaved, with the statements one view sends and its size. Then the ingest cost of
+  the regression's index (:func:`run_index_cost`): the app's statement with the indexes of
+  ``answers`` before migration 0016, after it, and both, interleaved.
 
 Run with ``make bench``; the committed ``scale.md`` beside this file is its last output. Needs
 ``TEST_DATABASE_URL`` (or ``--postgresql``) for PostgreSQL, and ``wrk`` (Debian's package) for ingest.
@@ -144,45 +152,181 @@ def simulate_analysis(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.
     return reports, rng.integers(0, ANALYSIS_DAYS, size=n)
 
 
+def peer_regression(url: str, outcome_id: int, code: int, covariates: list[tuple[int, bool]], mechanism) -> Any:
+    """The naive peer of a regression: every raw answer of the outcome and the covariates read into
+    numpy, one row per submission, the patterns counted by numpy, and the same fit
+    (:func:`survey.privacy.rr_logistic`) on them. ``covariates``: (question id, is a number) in
+    order. Returns the fit."""
+    import psycopg
+
+    from survey.privacy import rr_logistic
+
+    ids = [outcome_id, *(qid for qid, _ in covariates)]
+    # every answer to these questions, as (submission, question, value): sent as one array per column
+    # and question, which psycopg's binary loader reads in C (a row at a time costs it ~10 µs a row)
+    query = (
+        "SELECT question_id, array_agg(submission_id), array_agg(value) FROM answers"
+        " WHERE question_id = ANY(%s) GROUP BY question_id"
+    )
+    parts = []
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        for question_id, submission_ids, values in conn.cursor(binary=True).execute(query, (ids,)):
+            block = np.empty((len(values), 3), dtype=np.int64)
+            block[:, 0], block[:, 1], block[:, 2] = submission_ids, question_id, values
+            parts.append(block)
+    raw = np.concatenate(parts)
+    submissions, row = np.unique(raw[:, 0], return_inverse=True)
+    order = np.argsort(ids)
+    column = order[np.searchsorted(np.asarray(ids)[order], raw[:, 1])]
+    wide = np.full((len(submissions), len(ids)), -1, dtype=np.int64)
+    wide[row, column] = raw[:, 2]
+    wide = wide[(wide >= 0).all(axis=1)]  # those who answered the outcome and every covariate
+    # one row per (covariate pattern): respondents and how many reported the category
+    covariate_values = wide[:, 1:]
+    radix = covariate_values.max(axis=0) + 1  # each row's pattern as one number, then counted
+    code_of = np.zeros(len(wide), dtype=np.int64)
+    for j in range(covariate_values.shape[1]):
+        code_of = code_of * radix[j] + covariate_values[:, j]
+    codes, which = np.unique(code_of, return_inverse=True)
+    patterns = np.empty((len(codes), covariate_values.shape[1]), dtype=np.int64)
+    rest = codes.copy()
+    for j in reversed(range(covariate_values.shape[1])):
+        rest, patterns[:, j] = np.divmod(rest, radix[j])
+    total = np.bincount(which, minlength=len(patterns)).astype(float)
+    yes = np.bincount(which, weights=(wide[:, 0] == code), minlength=len(patterns))
+    columns = []
+    for j, (_, number) in enumerate(covariates):
+        if number:
+            columns.append(patterns[:, j].astype(float))
+        else:
+            columns += [(patterns[:, j] == c).astype(float) for c in np.unique(patterns[:, j])[1:]]
+    X = np.column_stack(columns)
+    n = len(patterns)
+    return rr_logistic(
+        mechanism,
+        np.vstack([X, X]),
+        np.concatenate([np.ones(n), np.zeros(n)]),
+        np.concatenate([yes, total - yes]),
+        category=code,
+    )
+
+
 def measure_analysis(url: str) -> dict[str, Any]:
     """Runs in a child process: a breakdown by a direct question, by week, an association of two
     randomized questions and a regression on three covariates, as the compare and regression pages
-    compute them (loading the survey included)."""
-    from sqlalchemy import select
+    compute them (loading the survey included); beside the regression, interleaved with it, the
+    naive peer (:func:`peer_regression`). Then the results page through the app, interleaved with
+    its floor, the one SELECT of the tallies it needs: seconds, statements sent and HTML bytes."""
+    from sqlalchemy import event, select
 
     from survey import create_app
     from survey.domain.models import Survey
+    from survey.domain.responses.tallies import counts_statement, question_mechanism
+    from survey.domain.results import kept
     from survey.domain.results.analysis import compare, regression
     from survey.platform.extensions import db
 
     app = create_app(CHILD_CONFIG | {"SQLALCHEMY_DATABASE_URI": url})
 
-    def timed(fn, repeats: int) -> tuple[float, Any]:
+    def in_context(fn):
         def once():
             with app.app_context():
                 out = fn(db.session.scalar(select(Survey).where(Survey.slug == ANALYSIS_SLUG)))
                 db.session.remove()
                 return out
 
+        return once
+
+    def timed(fn, repeats: int) -> tuple[float, Any]:
+        once = in_context(fn)
         result = once()  # warm up
         return _median_seconds(once, repeats), result
 
     breakdown_s, by_region = timed(lambda s: compare(db.session, s, "y1", "region").to_dict(), 15)
     week_s, by_week = timed(lambda s: compare(db.session, s, "y1", "week").to_dict(), 15)
     association_s, pair = timed(lambda s: compare(db.session, s, "y1", "y2").to_dict(), 15)
-    regression_s, fit = timed(lambda s: regression(db.session, s, "y1", ["region", "sector", "age"]).to_dict(), 5)
+
+    covariate_keys = ["region", "sector", "age"]
+    ours = in_context(lambda s: regression(db.session, s, "y1", covariate_keys).to_dict())
+
+    def inputs(s: Survey) -> tuple:
+        by_key = {q.key: q for q in s.questions}
+        outcome = by_key["y1"]
+        return outcome.id, [(by_key[k].id, by_key[k].is_number) for k in covariate_keys], question_mechanism(outcome)
+
+    outcome_id, covariates, mechanism = in_context(inputs)()
+
+    def peer():
+        return peer_regression(url, outcome_id, 0, covariates, mechanism)
+
+    fit, theirs = ours(), peer()  # warm up, and the two fits must agree
+    assert np.allclose([c["estimate"] for c in fit["coefficients"]], theirs.params, rtol=1e-6, atol=1e-9)
+    regression_times, peer_times = [], []
+    for _ in range(7):  # interleaved, so that a slow moment of the machine hits both
+        regression_times.append(_seconds(ours))
+        peer_times.append(_seconds(peer))
+
+    client = app.test_client()
+    assert client.post("/auth/login", data={"username": USER, "password": PASSWORD}).status_code == 302
+    path = f"/surveys/{ANALYSIS_SLUG}/results"
+
+    def page() -> bytes:
+        response = client.get(path)
+        assert response.status_code == 200
+        return response.data
+
+    def page_afresh() -> bytes:
+        kept.forget()  # nothing kept from the last view: every timeline computed again
+        return page()
+
+    with app.app_context():
+        survey_id = db.session.scalar(select(Survey.id).where(Survey.slug == ANALYSIS_SLUG))
+        statement = counts_statement(survey_id)
+
+    def floor() -> None:
+        with app.app_context():
+            db.session.execute(statement).all()
+            db.session.remove()
+
+    html = page()  # warm up
+    floor()
+    with app.app_context():
+        engine = db.engine
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    page()
+    event.remove(engine, "before_cursor_execute", count)
+    times: dict[str, list[float]] = {"page": [], "page_afresh": [], "floor": []}
+    for _ in range(15):
+        times["page"].append(_seconds(page))
+        times["page_afresh"].append(_seconds(page_afresh))
+        times["floor"].append(_seconds(floor))
     return {
         "breakdown_s": breakdown_s,
         "week_s": week_s,
         "association_s": association_s,
-        "regression_s": regression_s,
+        "regression_s": statistics.median(regression_times),
+        "regression_peer_s": statistics.median(peer_times),
         "breakdown_n": by_region["total"]["n"],
         "weeks": len(by_week["groups"]),
         "association_n": int(sum(c["reported"] for c in pair["cells"])),
         "regression_n": fit["n"],
         "regression_patterns": fit["n_patterns"],
         "age_coefficient": next(c["estimate"] for c in fit["coefficients"] if c["name"] == "age"),
+        **{f"{k}_s": statistics.median(v) for k, v in times.items()},
+        "page_statements": len(statements),
+        "page_kb": len(html) / 1000,
     }
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def run_analysis(postgresql: str, workdir: Path, sizes: tuple[int, ...]) -> list[dict]:
@@ -204,8 +348,8 @@ def run_analysis(postgresql: str, workdir: Path, sizes: tuple[int, ...]) -> list
     return rows
 
 
-def analysis_report(rows: list[dict]) -> tuple[list[str], list[str]]:
-    """Target lines and the table of the analysis part."""
+def analysis_report(rows: list[dict], index_cost: dict[str, list[float]] | None = None) -> tuple[list[str], list[str]]:
+    """Target lines and the tables of the analysis part."""
 
     def verdict(ok: bool) -> str:
         return "met" if ok else "**missed**"
@@ -226,28 +370,94 @@ def analysis_report(rows: list[dict]) -> tuple[list[str], list[str]]:
         )
     took = biggest["regression_s"]
     targets.append(f"| regression on 3 covariates, {size} submissions < 1 s | {fmt_s(took)} | {verdict(took < 1)} |")
+    ratio = biggest["regression_peer_s"] / took
+    targets.append(
+        f"| regression on 3 covariates, {size} submissions: faster than the raw-row numpy peer"
+        f" | {ratio:.1f}× ({fmt_s(biggest['regression_peer_s'])}) | {verdict(ratio > 1)} |"
+    )
+    worst = max(rows, key=lambda r: r["page_s"] / r["floor_s"])
+    times = worst["page_s"] / worst["floor_s"]
+    targets.append(
+        f"| results page within 20× of the one tally SELECT it needs, {rows[0]['size']:,} to {size}"
+        f" | {times:.1f}× at {worst['size']:,} | {verdict(times <= 20)} |"
+    )
+    spread = max(r["page_s"] for r in rows) / min(r["page_s"] for r in rows)
+    targets.append(
+        f"| results page: flat from {rows[0]['size']:,} to {size} (slowest ÷ fastest ≤ 1.5) | {spread:.2f} |"
+        f" {verdict(spread <= 1.5)} |"
+    )
     table = [
         "## Analysis (PostgreSQL)",
         "",
         "A 10-question survey (`ANALYSIS_SPEC`: five yes/no and two 5-option questions randomized by GRR, two"
         " questions asked directly with 4 and 3 options, a number question 16–99), bulk-loaded over eight weeks"
         " and its tallies rebuilt (answer, pair and day tallies: what `flask recount --fix` does). Medians over 15"
-        " runs in a fresh process (5 for the regression), each loading the survey as the page does. *Breakdown*:"
+        " runs in a fresh process, each loading the survey as the page does. *Breakdown*:"
         " `y1` by `region` (pair tallies). *By week*: `y1` by week of submission (day tallies). *Association*:"
         " `y1` with `y2` (pair tallies). *Regression*: `y1` on `region`, `sector` and `age` (a GROUP BY over the"
-        " answers per covariate pattern, then Newton on the counts); *patterns* is the number of distinct"
-        " (outcome, covariates) rows it fits on.",
+        " answers per covariate pattern, a merge join of index-only scans of `(question_id, submission_id, value)`,"
+        " then Newton on the counts); *patterns* is the number of distinct (outcome, covariates) rows it fits on."
+        " *Peer*: every raw answer of those four questions read into numpy (one array per question and column,"
+        " psycopg's binary loader), one row per submission, the patterns counted by numpy and the same fit; its"
+        " coefficients are checked equal to ours. Regression and peer are 7 runs each, interleaved.",
         "",
-        "| submissions | bulk load | tally rebuild | breakdown | by week | association | regression | patterns"
-        " | age coefficient (true −0.02) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| submissions | bulk load | tally rebuild | breakdown | by week | association | regression | peer"
+        " | peer ÷ ours | patterns | age coefficient (true −0.02) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         table.append(
             f"| {r['size']:,} | {fmt_s(r['load_s'])} | {fmt_s(r['tally_s'])} | {fmt_s(r['breakdown_s'])}"
             f" | {fmt_s(r['week_s'])} | {fmt_s(r['association_s'])} | {fmt_s(r['regression_s'])}"
+            f" | {fmt_s(r['regression_peer_s'])} | {r['regression_peer_s'] / r['regression_s']:.1f}×"
             f" | {r['regression_patterns']:,} | {r['age_coefficient']:.4f} |"
         )
+    table += [
+        "",
+        "### Results page",
+        "",
+        "`GET /surveys/<slug>/results` of the same survey through the app's test client, signed in, 15 runs of"
+        " each interleaved: *page* as a researcher refreshing it sees it (the timelines kept from the view"
+        " before, `survey/domain/results/kept.py`, since no submission came); *page afresh* with nothing kept"
+        " (every timeline computed again, as after a submission); *tally read*, its floor: the one SELECT of the"
+        " running tallies the page needs (`counts_statement`: sent and its rows read, the survey's id known)."
+        " *Statements*: every SQL statement one view sends (counted by a SQLAlchemy event), signing in included.",
+        "",
+        "| submissions | page | page afresh | tally read | page ÷ tally read | afresh ÷ tally read | statements"
+        " | HTML |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        table.append(
+            f"| {r['size']:,} | {fmt_s(r['page_s'])} | {fmt_s(r['page_afresh_s'])} | {fmt_s(r['floor_s'])}"
+            f" | {r['page_s'] / r['floor_s']:.1f}× | {r['page_afresh_s'] / r['floor_s']:.1f}×"
+            f" | {r['page_statements']} | {r['page_kb']:.0f} kB |"
+        )
+    if index_cost:
+        before, after = (statistics.median(v) for v in list(index_cost.values())[:2])
+        targets.append(
+            f"| ingest cost of the regression's index (0016): the app's statement, 2 processes"
+            f" | {after:.0f}/s against {before:.0f}/s before ({after / before - 1:+.0%}) | |"
+        )
+        rounds = len(next(iter(index_cost.values())))
+        table += [
+            "",
+            "### What the regression's index costs a submission",
+            "",
+            f"Submissions per second of the one statement the app sends (answers and every tally, autocommit),"
+            f" from 2 processes, as in the ingest part below, with each layout of the indexes of `answers`;"
+            f" {rounds} rounds, each running every layout, the order reversed every other round (the table grows"
+            " as it goes).",
+            "",
+            "| indexes of `answers` besides its key and (submission, question) | "
+            + " | ".join(f"round {i + 1}" for i in range(rounds))
+            + " | median |",
+            "|---|" + "---|" * (rounds + 1),
+        ]
+        for layout, rates in index_cost.items():
+            table.append(
+                f"| {layout} | " + " | ".join(f"{r:.0f}/s" for r in rates) + f" | {statistics.median(rates):.0f}/s |"
+            )
     return targets, table
 
 
@@ -821,6 +1031,48 @@ def run_ingest(postgresql: str, workdir: Path, seconds: float, rounds: int, conn
         database.drop()
 
 
+#: The indexes of ``answers`` (besides its key and its unique (submission, question)) before
+#: migration 0016, after it, and both at once: the ingest cost of the regression's index.
+INDEX_LAYOUTS = {
+    "before 0016: (question, value)": ("ix_answers_question_value (question_id, value)",),
+    "0016: (question, submission, value)": ("ix_answers_question_submission (question_id, submission_id, value)",),
+    "both": (
+        "ix_answers_question_value (question_id, value)",
+        "ix_answers_question_submission (question_id, submission_id, value)",
+    ),
+}
+
+
+def _set_indexes(database: Database, layout: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database.psycopg_url(), autocommit=True) as conn:
+        conn.execute("DROP INDEX IF EXISTS ix_answers_question_value")
+        conn.execute("DROP INDEX IF EXISTS ix_answers_question_submission")
+        for index in INDEX_LAYOUTS[layout]:
+            conn.execute(f"CREATE INDEX {index.split()[0]} ON answers {index.split(' ', 1)[1]}")
+        conn.execute("VACUUM ANALYZE answers")
+
+
+def run_index_cost(postgresql: str, workdir: Path, seconds: float, rounds: int) -> dict[str, list[float]]:
+    """Submissions per second of the statement the app sends (2 processes, as in the ingest part)
+    with each of :data:`INDEX_LAYOUTS`, interleaved: each round runs every layout, the order
+    reversed every other round, so that the table's growth and a busy moment of the machine fall on
+    all of them alike."""
+    database = Database("postgresql", postgresql, workdir)
+    rates: dict[str, list[float]] = {layout: [] for layout in INDEX_LAYOUTS}
+    try:
+        ceiling_run(database, 2, 5, "statement")  # not counted: a warm database for the first layout
+        for i in range(rounds):
+            for layout in list(INDEX_LAYOUTS)[:: 1 if i % 2 == 0 else -1]:
+                _set_indexes(database, layout)
+                rates[layout].append(ceiling_run(database, 2, seconds, "statement")["rate"])
+            print(json.dumps({k: v[-1] for k, v in rates.items()}), flush=True)
+    finally:
+        database.drop()
+    return rates
+
+
 # -- report ----------------------------------------------------------------------------------------
 
 
@@ -866,7 +1118,13 @@ def _ingest_lines(ingest: dict | None) -> list[str]:
     return lines
 
 
-def report(estimation: list[dict], ingest: dict | None, header: str, analysis: list[dict] | None = None) -> str:
+def report(
+    estimation: list[dict],
+    ingest: dict | None,
+    header: str,
+    analysis: list[dict] | None = None,
+    index_cost: dict[str, list[float]] | None = None,
+) -> str:
     lines = [header, ""]
     targets = ["## Targets", "", "| target | measured | |", "|---|---|---|"]
 
@@ -915,7 +1173,7 @@ def report(estimation: list[dict], ingest: dict | None, header: str, analysis: l
         )
     analysis_table: list[str] = []
     if analysis:
-        more, analysis_table = analysis_report(analysis)
+        more, analysis_table = analysis_report(analysis, index_cost)
         targets += more
     lines += [*targets, ""]
     if analysis_table:
@@ -964,6 +1222,8 @@ def main() -> None:
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-estimation", action="store_true")
     parser.add_argument("--skip-analysis", action="store_true")
+    parser.add_argument("--index-seconds", type=float, default=10.0, help="per run of the index-cost part")
+    parser.add_argument("--index-rounds", type=int, default=3, help="rounds of the index-cost part (0: skip it)")
     parser.add_argument("--child", choices=("estimates", "export", "analysis"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -986,8 +1246,11 @@ def main() -> None:
             for backend in backends:
                 estimation += run_estimation(backend, args.postgresql, workdir, sizes)
         analysis = []
+        index_cost = None
         if not args.skip_analysis and args.postgresql:
             analysis = run_analysis(args.postgresql, workdir, sizes)
+            if args.index_rounds:
+                index_cost = run_index_cost(args.postgresql, workdir, args.index_seconds, args.index_rounds)
         ingest = None
         if not args.skip_ingest and args.postgresql:
             ingest = run_ingest(args.postgresql, workdir, args.ingest_seconds, args.ingest_rounds, args.connections)
@@ -1001,7 +1264,7 @@ def main() -> None:
         f" SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__},"
         f" {os.cpu_count()} cores; {minutes:.1f} min). The method is in the module docstring."
     )
-    text = report(estimation, ingest, header, analysis)
+    text = report(estimation, ingest, header, analysis, index_cost)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

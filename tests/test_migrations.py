@@ -200,6 +200,42 @@ def test_api_tokens_come_with_0015_and_go_on_downgrade(empty_app):
     assert differences(empty_app) == []
 
 
+def _answer_indexes(app) -> dict[str, list[str]]:
+    with app.app_context():
+        return {i["name"]: i["column_names"] for i in inspect(db.engine).get_indexes("answers")}
+
+
+def test_answers_are_indexed_by_question_then_submission_from_0016_and_back_on_downgrade(empty_app):
+    """0016 replaces the index (question, value) of ``answers`` by (question, submission, value), the
+    regression's join; answers stored before it stay, and the downgrade puts the old index back."""
+    init_db(empty_app)
+    assert _answer_indexes(empty_app)["ix_answers_question_submission"] == ["question_id", "submission_id", "value"]
+    assert "ix_answers_question_value" not in _answer_indexes(empty_app)
+    with empty_app.app_context():
+        command.downgrade(alembic_config(), "0015")
+    indexes = _answer_indexes(empty_app)
+    assert indexes["ix_answers_question_value"] == ["question_id", "value"]
+    assert "ix_answers_question_submission" not in indexes
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)
+        db.session.commit()
+        question_id = survey.questions[0].id
+        with db.engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (1, :s, '2026-01-02')"),
+                {"s": survey.id},
+            )
+            conn.execute(
+                text("INSERT INTO answers (submission_id, question_id, value) VALUES (1, :q, 1)"), {"q": question_id}
+            )
+        db.session.remove()
+        command.upgrade(alembic_config(), "head")
+        with db.engine.connect() as conn:
+            assert conn.execute(text("SELECT submission_id, value FROM answers")).all() == [(1, 1)]
+    assert "ix_answers_question_submission" in _answer_indexes(empty_app)
+    assert differences(empty_app) == []
+
+
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
     legacy_database(empty_app)
     output = init_db(empty_app)

@@ -594,7 +594,9 @@ class Answer(Base):
     __tablename__ = "answers"
     __table_args__ = (
         UniqueConstraint("submission_id", "question_id"),
-        Index("ix_answers_question_value", "question_id", "value"),
+        # a question's answers in submission order with their values, from the index alone: the join
+        # of a regression (survey/migrations/versions/0016_analysis_answers_by_question.py)
+        Index("ix_answers_question_submission", "question_id", "submission_id", "value"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import SmallInteger, delete, func, insert, literal, select, text, union_all
+from sqlalchemy import CompoundSelect, SmallInteger, delete, func, insert, literal, select, text, union_all
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -30,6 +30,7 @@ from survey.domain.models import (
     Survey,
 )
 from survey.domain.responses.mixing import question_kinds
+from survey.domain.results.kept import kept_estimate
 from survey.domain.results.numbers import NumberSummary, summarize
 from survey.domain.results.randomized_numbers import RandomizedNumberSummary, summarize_reports
 from survey.domain.surveys.kinds import NUMBERS, SHARES
@@ -63,21 +64,27 @@ def _add(counts: Counts, question_id: int, value: int, count: int) -> None:
         counts.by_question[question_id][value] = int(count)
 
 
-def survey_counts(session: Session, survey: Survey) -> Counts:
-    """The running tallies, summed over shards, read in one statement (so the submission count and
-    the answer counts come from the same snapshot)."""
+def counts_statement(survey_id: int) -> CompoundSelect:
+    """The one SELECT of a survey's running tallies: ``(question id, value, count)`` per answer cell,
+    summed over shards, and a row ``(None, None, submissions)``."""
     answers = (
         select(AnswerTally.question_id, AnswerTally.value, func.sum(AnswerTally.count))
         .join(Question, Question.id == AnswerTally.question_id)
-        .where(Question.survey_id == survey.id)
+        .where(Question.survey_id == survey_id)
         .group_by(AnswerTally.question_id, AnswerTally.value)
     )
     submissions = select(literal(None), literal(None), func.sum(SubmissionTally.count)).where(
-        SubmissionTally.survey_id == survey.id
+        SubmissionTally.survey_id == survey_id
     )
+    return union_all(answers, submissions)
+
+
+def survey_counts(session: Session, survey: Survey) -> Counts:
+    """The running tallies, summed over shards, read in one statement (so the submission count and
+    the answer counts come from the same snapshot)."""
     counts = _empty_counts(survey)
     total = 0
-    for question_id, value, count in session.execute(union_all(answers, submissions)):
+    for question_id, value, count in session.execute(counts_statement(survey.id)):
         if question_id is None:
             total = int(count or 0)
         else:
@@ -138,23 +145,14 @@ def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
 
 def question_day_counts(session: Session, question: Question) -> dict[Any, np.ndarray]:
     """One question's reported counts per day of submission (the day tallies), days in order."""
-    rows = session.execute(
-        select(DayTally.day, DayTally.value, func.sum(DayTally.count))
-        .where(DayTally.question_id == question.id)
-        .group_by(DayTally.day, DayTally.value)
-    )
-    k = len(question.options)
-    per_day: dict[Any, np.ndarray] = {}
-    for day, value, count in rows:
-        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
-            day = dt.date.fromisoformat(day)
-        if 0 <= value < k:
-            per_day.setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
-    return {day: per_day[day] for day in sorted(per_day)}
+    return questions_day_counts(session, [question]).get(question.id, {})
 
 
 def questions_day_counts(session: Session, questions: list[Question]) -> dict[int, dict[Any, np.ndarray]]:
-    """:func:`question_day_counts` of several questions at once (by question id), in one query."""
+    """:func:`question_day_counts` of several questions at once (by question id), in one query.
+
+    The rows (a question's days times its options) are put in place by numpy, one array per
+    question: a page of 25 questions over a year has tens of thousands of them."""
     if not questions:
         return {}
     by_id = {q.id: q for q in questions}
@@ -162,15 +160,26 @@ def questions_day_counts(session: Session, questions: list[Question]) -> dict[in
         select(DayTally.question_id, DayTally.day, DayTally.value, func.sum(DayTally.count))
         .where(DayTally.question_id.in_(list(by_id)))
         .group_by(DayTally.question_id, DayTally.day, DayTally.value)
-    )
+    ).all()
+    if not rows:
+        return {}
+    question_ids, days, values, counts = zip(*rows, strict=True)
+    if isinstance(days[0], str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
+        days = tuple(dt.date.fromisoformat(d) for d in days)
+    question_ids, values = np.asarray(question_ids), np.asarray(values, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
     found: dict[int, dict[Any, np.ndarray]] = {}
-    for question_id, day, value, count in rows:
-        if isinstance(day, str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
-            day = dt.date.fromisoformat(day)
+    for question_id in np.unique(question_ids).tolist():
         k = len(by_id[question_id].options)
-        if 0 <= value < k:
-            found.setdefault(question_id, {}).setdefault(day, np.zeros(k, dtype=np.int64))[value] += int(count)
-    return {q: {day: per_day[day] for day in sorted(per_day)} for q, per_day in found.items()}
+        mine = np.flatnonzero((question_ids == question_id) & (values >= 0) & (values < k))
+        if not len(mine):
+            continue
+        ordered = sorted({days[i] for i in mine})
+        row_of = {day: i for i, day in enumerate(ordered)}
+        table = np.zeros((len(ordered), k), dtype=np.int64)
+        np.add.at(table, ([row_of[days[i]] for i in mine], values[mine]), counts[mine])
+        found[question_id] = dict(zip(ordered, table, strict=True))
+    return found
 
 
 def recount_pairs(session: Session, survey: Survey) -> PairCounts:
@@ -334,7 +343,7 @@ def survey_results(
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
-        results.append(QuestionResult(q, mech, c, estimate(mech, c) if c.sum() > 0 else None))
+        results.append(QuestionResult(q, mech, c, kept_estimate(mech, c, estimate) if c.sum() > 0 else None))
     return results
 
 

@@ -28,6 +28,7 @@ from survey.domain.models import Answer, AnswerTally, PairTally, Question, Surve
 from survey.domain.responses.tallies import question_day_counts, question_mechanism
 from survey.domain.results.coding import parse_category
 from survey.domain.results.csvfile import CsvTable
+from survey.domain.results.plans import merge_joins
 from survey.domain.surveys.outline import option_counts, question_list
 from survey.privacy import Association, Breakdown, RRLogisticResult, association, breakdown, rr_logistic
 
@@ -418,7 +419,8 @@ def pattern_counts(
     query = query.where(o.question_id == outcome.id).group_by(*(c.value for c in joined))
     if limit is not None:
         query = query.limit(limit)
-    return [tuple(int(v) for v in row) for row in session.execute(query)]
+    with merge_joins(session):  # one pass over each question's answers, in submission order
+        return [tuple(int(v) for v in row) for row in session.execute(query)]
 
 
 def _design_matrix(values: np.ndarray, columns: list[tuple[int, int | None]]) -> np.ndarray:

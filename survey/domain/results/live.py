@@ -36,6 +36,7 @@ from survey.domain.responses.tallies import (
     survey_counts,
 )
 from survey.domain.results.coding import parse_category
+from survey.domain.results.kept import digest, kept, kept_sequence, mechanism_key
 from survey.domain.surveys import lifecycle
 from survey.privacy import AnytimeTest, ConfidenceSequence, Mechanism, anytime_test, confidence_sequence, estimate
 
@@ -104,7 +105,7 @@ def live_status(session: Session, survey: Survey, counts: Counts | None = None) 
     questions = []
     for q in survey.randomized_option_questions:
         c = by_question[q.id]
-        sequence = confidence_sequence(question_mechanism(q), c, LEVEL)
+        sequence = kept_sequence(question_mechanism(q), c, LEVEL)
         questions.append(LiveQuestion(q, sequence, int(c.sum()), survey.target_margin))
     return LiveStatus(survey, questions)
 
@@ -187,17 +188,22 @@ def timeline(
     if not days:
         return Timeline(question, category, [], [], [], [], [])
     mechanism: Mechanism = question_mechanism(question)
-    estimates = estimate(mechanism, counts)
-    live = confidence_sequence(mechanism, counts, LEVEL)
-    return Timeline(
-        question,
-        category,
-        days,
-        counts.sum(axis=1).astype(int).tolist(),
-        estimates.proportions[:, category].astype(float).tolist(),
-        live.low[:, category].astype(float).tolist(),
-        live.high[:, category].astype(float).tolist(),
-    )
+
+    def compute() -> tuple[list[float], list[float], list[float]]:
+        estimates = estimate(mechanism, counts)
+        live = confidence_sequence(mechanism, counts, LEVEL)
+        return (
+            estimates.proportions[:, category].astype(float).tolist(),
+            live.low[:, category].astype(float).tolist(),
+            live.high[:, category].astype(float).tolist(),
+        )
+
+    # the same day tallies give the same numbers: kept until a submission changes them (kept.py)
+    dates = ",".join(d.isoformat() for d in days)
+    key = digest(["timeline", mechanism_key(mechanism), LEVEL, category, dates, counts.astype(np.int64).tobytes()])
+    share, low, high = kept(key, compute)  # copied: a caller may change its lists, never the kept ones
+    n = counts.sum(axis=1).astype(int).tolist()
+    return Timeline(question, category, days, n, list(share), list(low), list(high))
 
 
 # -- an anytime-valid test -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ tallies, then :func:`survey.privacy.estimate`); these views only choose how to p
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from survey.domain.results.analysis import (
 from survey.domain.results.coding import parse_category, researcher_code, researcher_options
 from survey.domain.results.documents import anytime_document, live_document
 from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
+from survey.domain.results.kept import digest, kept
 from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
 from survey.domain.results.rscript import r_script
@@ -225,7 +227,10 @@ def survey(slug: str):
         q = section.result.question
         section.live = by_key.get(q.key)
         if q.id in days:
-            section.timeline = timeline_chart(days[q.id].to_dict(), q.text)
+            data = days[q.id].to_dict()
+            # the drawing is a function of the numbers and the text alone: kept while they are the same
+            key = digest(["timeline chart", q.text, json.dumps(data, sort_keys=True)])
+            section.timeline = kept(key, lambda data=data, text=q.text: timeline_chart(data, text))
         if asked == q.key:
             section.test = _page_test(survey, q)
     return render_template(
