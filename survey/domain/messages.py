@@ -321,6 +321,8 @@ MESSAGES: dict[str, Message] = {
     "spec.probabilities_count": Message(400, N_("needs one probability per option ({count})")),
     "spec.questions_count": Message(400, N_("needs a list of {least} to {most} questions")),
     "spec.range_missing": Message(400, N_("a number question needs a minimum and a maximum")),
+    "spec.range_end_invalid": Message(400, N_("must be a number from -{most:,} to {most:,}")),
+    "spec.bins_invalid": Message(400, N_("bin edges: {reason}")),
     "spec.range_not_number": Message(400, N_("only a number question has a range")),
     "spec.range_reversed": Message(400, N_("must be above the minimum ({low:,})")),
     "spec.reveals_everything": Message(
