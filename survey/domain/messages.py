@@ -135,6 +135,9 @@ MESSAGES: dict[str, Message] = {
     # -- comparison --
     "comparison.no_answers": Message(409, N_("nobody has answered both {key!r} and {other!r} yet")),
     "comparison.not_randomized": Message(400, N_("{key!r} is asked directly: choose a randomized question to compare")),
+    "comparison.number_by_direct": Message(
+        400, N_("{key!r} is not a question with options asked directly: a number's mean is compared by one")
+    ),
     "comparison.same_question": Message(400, N_("choose a different question to compare with")),
     "comparison.too_many_groups": Message(
         400,

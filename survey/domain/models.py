@@ -696,7 +696,8 @@ class PairTally(Base):
     reads (:mod:`survey.domain.results.analysis`), so it costs the same for ten respondents or ten million.
 
     Kept like :class:`AnswerTally`, in the submission's own transaction; ``question_id`` is the lower
-    question id of the pair. Number questions are not paired (a comparison by them is refused).
+    question id of the pair. A number asked directly is not paired (a comparison by it is refused); a
+    randomized number is paired with the questions asked directly only (its mean by group).
     """
 
     __tablename__ = "pair_tallies"
