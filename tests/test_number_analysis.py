@@ -183,6 +183,6 @@ def test_choices_that_make_no_sense_are_refused(signed_in, answered, url, status
 def test_the_pages_offer_the_randomized_number(signed_in, answered):
     for url in ("/surveys/drinks/compare", "/surveys/drinks/regression"):
         page = signed_in.get(url).get_data(as_text=True)
-        assert "Randomized numbers" in page and "question=drinks" in page or "outcome=drinks" in page
+        assert "Randomized numbers" in page and ("question=drinks" in page or "outcome=drinks" in page)
     with signed_in.application.app_context():
         assert db.session.scalar(select(Question.kind).where(Question.key == "drinks")) == "rr_number"

@@ -39,8 +39,8 @@ from survey.domain.results.analysis import (
 from survey.domain.results.coding import researcher_code, researcher_options, stored_code
 from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.results.labelled import labelled_file
-from survey.domain.results.number_analysis import NumberComparison, NumberRegression, compare_number, number_regression
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
+from survey.domain.results.number_analysis import NumberComparison, NumberRegression, compare_number, number_regression
 from survey.domain.results.rscript import r_script
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
