@@ -268,3 +268,52 @@ def test_the_results_give_each_bins_share_with_its_interval(signed_in, user):
     assert "Estimated share of “How many drinks did you have last week?” in each bin" in page
     assert f"{expected.ci_low[0] * 100:.1f}% to {expected.ci_high[0] * 100:.1f}%" in page
     assert "30 to under 60" in page
+
+
+# -- a range with decimal ends ---------------------------------------------------------------------
+
+HOURS = {
+    "key": "hours",
+    "kind": "rr_number",
+    "text": "How many hours did you game yesterday?",
+    "minimum": 0.5,
+    "maximum": 2.5,
+    "bins": [1, 1.5],
+    "privacy": {"design": "hybrid", "epsilon": 2},
+}
+
+
+def test_a_decimal_range_is_estimated_and_shown_in_its_units_everywhere(signed_in, user):
+    add_survey(signed_in.application, {"title": "Hours", "slug": "hours", "questions": [HOURS, AGE]})
+    page = signed_in.get("/s/hours").get_data(as_text=True)
+    assert 'min="0.5" max="2.5"' in page and "A number from 0.5 to 2.5" in page
+    mechanism = HybridNumber(2.0, 0.5, 2.5)
+    rng = np.random.default_rng(8)
+    codes = [int(c) for c in mechanism.randomize(rng.uniform(0.5, 2.5, 80), rng)]
+    for i, code in enumerate(codes):
+        answers = {"hours": code, "age": 20 + i % 50}
+        assert signed_in.post("/api/surveys/hours/responses", json={"answers": answers}).status_code == 201
+    item = next(q for q in signed_in.get("/api/surveys/hours/estimates").get_json()["questions"] if q["key"] == "hours")
+    expected = mechanism.estimate(Counter(codes))
+    assert item["range"] == {"minimum": 0.5, "maximum": 2.5}
+    assert (item["summary"]["mean"], item["summary"]["ci_low"], item["summary"]["ci_high"]) == (
+        pytest.approx(expected.estimate, abs=1e-12),
+        pytest.approx(expected.low, abs=1e-12),
+        pytest.approx(expected.high, abs=1e-12),
+    )
+    assert [b["label"] for b in item["bins"]["bins"]] == ["0.5 to under 1", "1 to under 1.5", "1.5 to 2.5"]
+    for url in (
+        "/surveys/hours/results",
+        "/surveys/hours/estimates.csv",
+        "/surveys/hours/responses.csv",
+        "/surveys/hours/codebook.json",
+        "/surveys/hours/responses.sav",
+        "/surveys/hours/estimates.R",
+        "/surveys/hours/compare",
+        "/surveys/hours/regression",
+        "/surveys/hours/spec.json",
+        "/api/surveys/hours/live",
+    ):
+        response = signed_in.get(url)
+        assert response.status_code == 200, (url, response.get_data(as_text=True)[:2000])
+    assert "from 0.5 to 2.5" in signed_in.get("/surveys/hours/results").get_data(as_text=True)
