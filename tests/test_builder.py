@@ -893,7 +893,7 @@ def test_a_randomized_number_is_built_through_the_form_edited_and_kept(app, sign
 def test_a_randomized_numbers_bad_range_or_epsilon_is_shown_on_its_field(app, signed_in, draft):
     for data, field, message in [
         ({**RR_NUMBER, "maximum": "0"}, "maximum", "above the minimum"),
-        ({**RR_NUMBER, "minimum": "none"}, "minimum", "whole number"),
+        ({**RR_NUMBER, "minimum": "none"}, "minimum", "a number from"),  # decimal ends are fine
         ({**RR_NUMBER, "epsilon": "25"}, "epsilon", "at most 20"),
         ({**RR_NUMBER, "epsilon": "0"}, "epsilon", "greater than 0"),
         ({**RR_NUMBER, "epsilon": ""}, "epsilon", "Type ε"),

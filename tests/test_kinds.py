@@ -165,8 +165,9 @@ def test_each_kind_keeps_the_rules_the_rest_of_the_app_relies_on(kind):
     # an answer is either a code among options or a number in a range, never both
     assert kind.has_options == (kind.answer == CODE) == (not kind.ranged)
     assert (kind.options == NONE) == (kind.answer in (NUMBER, REPORT)) == (kind.result == NUMBERS)
-    # a number is never paired (the pair tallies count codes)
-    assert not (kind.ranged and kind.paired)
+    # a number asked directly is never paired (too many values to group by); a randomized number is,
+    # with the questions asked directly (its mean by group)
+    assert not (kind.ranged and kind.paired) or kind.randomized_number
     assert (kind.options == FIXED) == bool(kind.labels)
     assert kind.template in ("options", "number") and (kind.template == "number") == kind.ranged
     assert {"privacy", "direct-note"} & kind.builder_inputs == {"privacy" if kind.randomized else "direct-note"}

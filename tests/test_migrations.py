@@ -236,6 +236,32 @@ def test_answers_are_indexed_by_question_then_submission_from_0016_and_back_on_d
     assert differences(empty_app) == []
 
 
+def test_bins_and_decimal_ranges_come_with_0017_and_round_outwards_on_downgrade(empty_app):
+    """0017 adds a number question's bins and lets its range end between whole numbers; the
+    downgrade drops the bins and rounds decimal ends outwards, so every report stays in range."""
+    init_db(empty_app)
+    question = {
+        "key": "hours",
+        "kind": "rr_number",
+        "text": "Hours?",
+        "minimum": 0.5,
+        "maximum": 2.5,
+        "bins": [1, 2],
+        "privacy": {"design": "hybrid", "epsilon": 1},
+    }
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, {**SMALL_SPEC, "questions": [question]})
+        db.session.commit()
+        assert (survey.questions[0].minimum, survey.questions[0].bins) == (0.5, [1, 2])
+        db.session.remove()
+        command.downgrade(alembic_config(), "0016")
+        with db.engine.connect() as conn:
+            assert conn.execute(text("SELECT minimum, maximum FROM questions")).one() == (0, 3)
+        assert "bins" not in {c["name"] for c in inspect(db.engine).get_columns("questions")}
+        command.upgrade(alembic_config(), "head")
+    assert differences(empty_app) == []
+
+
 def test_init_db_adopts_a_database_made_before_migrations_and_fills_the_tallies(empty_app):
     legacy_database(empty_app)
     output = init_db(empty_app)

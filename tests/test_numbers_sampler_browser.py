@@ -121,3 +121,20 @@ def test_the_page_refuses_what_it_does_not_know(sampler_page) -> None:
     assert "unknown number sampler" in error
     error = sampler_page.evaluate(attempt, [{"sampler": "duchi", "low": 0, "high": 1, "bound": 2}, None])
     assert "finite" in error
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [HybridNumber(2.0, 0.5, 2.5), PiecewiseNumber(1.0, -0.25, 0.75), DuchiNumber(1.0, 0.5, 2.5)],
+    ids=lambda m: f"{m.design}-{m.low:g}-{m.high:g}",
+)
+def test_a_range_with_decimal_ends_draws_the_reference_codes(sampler_page, mechanism) -> None:
+    """A randomized number's range may end between whole numbers (0.5 to 2.5 hours): the page maps
+    decimal answers to the same codes as the server's mechanism, clamping outside the range."""
+    rng = np.random.default_rng(31)
+    draws = 1000
+    for x in (mechanism.low - 0.1, mechanism.low, 0.6, 1.37, mechanism.high - 0.01, mechanism.high + 3.3):
+        words = rng.integers(0, 2**32, size=2 * (mechanism.uniforms + 1) * draws, dtype=np.uint64)
+        encoded = base64.b64encode(words.astype("<u4").tobytes()).decode()
+        codes = sampler_page.evaluate(SEEDED_REPORTS, [mechanism.sampler(), x, draws, encoded])
+        assert codes == _reference_codes(mechanism, x, words), (mechanism, x)

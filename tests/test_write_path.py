@@ -58,7 +58,9 @@ QUESTIONS = [
 #: The rule, as docs/architecture.md states it, written out here by hand: randomized answers are
 #: counted per day; a pair of answers is counted when neither is a number and one is randomized.
 RANDOMIZED = {"drugs", "often", "drinks"}
-PAIRED = {"drugs", "often", "region", "team"}
+PAIRED = {"drugs", "often", "region", "team", "drinks"}
+#: A randomized number's reports pair with the questions asked directly only.
+REPORTS = {"drinks"}
 BY_LINK = {"title": "By link", "slug": "by-link", "questions": QUESTIONS}
 BY_CODE = {"title": "By code", "slug": "by-code", "access": "invitation", "questions": QUESTIONS}
 BATCH = 4
@@ -84,7 +86,10 @@ def expected_tallies(sent: list[dict], day: dt.date) -> dict:
         (a, answer[a], b, answer[b])
         for answer in sent
         for a, b in itertools.combinations([k for k in order if k in answer], 2)
-        if a in PAIRED and b in PAIRED and (a in RANDOMIZED or b in RANDOMIZED)
+        if a in PAIRED
+        and b in PAIRED
+        and (a in RANDOMIZED or b in RANDOMIZED)
+        and not ({a, b} <= RANDOMIZED and {a, b} & REPORTS)
     )
     return {"answers": answers, "pairs": pairs, "days": days, "submissions": len(sent)}
 

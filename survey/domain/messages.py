@@ -139,6 +139,9 @@ MESSAGES: dict[str, Message] = {
     # -- comparison --
     "comparison.no_answers": Message(409, N_("nobody has answered both {key!r} and {other!r} yet")),
     "comparison.not_randomized": Message(400, N_("{key!r} is asked directly: choose a randomized question to compare")),
+    "comparison.number_by_direct": Message(
+        400, N_("{key!r} is not a question with options asked directly: a number's mean is compared by one")
+    ),
     "comparison.same_question": Message(400, N_("choose a different question to compare with")),
     "comparison.too_many_groups": Message(
         400,
@@ -325,6 +328,8 @@ MESSAGES: dict[str, Message] = {
     "spec.probabilities_count": Message(400, N_("needs one probability per option ({count})")),
     "spec.questions_count": Message(400, N_("needs a list of {least} to {most} questions")),
     "spec.range_missing": Message(400, N_("a number question needs a minimum and a maximum")),
+    "spec.range_end_invalid": Message(400, N_("must be a number from -{most:,} to {most:,}")),
+    "spec.bins_invalid": Message(400, N_("bin edges: {reason}")),
     "spec.range_not_number": Message(400, N_("only a number question has a range")),
     "spec.range_reversed": Message(400, N_("must be above the minimum ({low:,})")),
     "spec.reveals_everything": Message(

@@ -30,6 +30,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
+from sqlalchemy.types import TypeDecorator
 
 from survey.domain.accounts import passwords
 from survey.domain.accounts.usernames import username_digest
@@ -405,6 +406,19 @@ class RespondentCode(Base):
     survey: Mapped[Survey] = relationship(back_populates="respondent_codes")
 
 
+class RangeEnd(TypeDecorator):
+    """A range's end, stored as a float and read back as an int where it is whole: a direct number's
+    range is whole numbers, and the pages, messages and files write ``5``, not ``5.0``."""
+
+    impl = Float
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Any) -> int | float | None:
+        if value is None:
+            return None
+        return int(value) if float(value).is_integer() else float(value)
+
+
 class Question(Base):
     __tablename__ = "questions"
     __table_args__ = (UniqueConstraint("survey_id", "key"),)
@@ -418,9 +432,13 @@ class Question(Base):
     text: Mapped[str] = mapped_column(Text)
     help_text: Mapped[str] = mapped_column(Text, default="")
     required: Mapped[bool] = mapped_column(Boolean, default=True)
-    #: A number question's range: the smallest and the largest whole number it accepts (else None).
-    minimum: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    maximum: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: A number question's range: the smallest and the largest number it accepts (else None); whole
+    #: for a number asked directly, possibly decimal for a randomized one (0.5 to 2.5 hours).
+    minimum: Mapped[float | None] = mapped_column(RangeEnd, nullable=True)
+    maximum: Mapped[float | None] = mapped_column(RangeEnd, nullable=True)
+    #: A number question's bin edges, strictly inside its range (else None): the results show the
+    #: share of answers in each bin (:mod:`survey.privacy.number_bins`).
+    bins: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
     #: For a simulated survey (the demo) only: the true shares among its simulated respondents (a spec
     #: gives the rates to draw them from; the simulation replaces them by the shares it drew); for a
     #: randomized number, ``[the true mean among them]`` (set by the simulation only).
@@ -680,7 +698,8 @@ class PairTally(Base):
     reads (:mod:`survey.domain.results.analysis`), so it costs the same for ten respondents or ten million.
 
     Kept like :class:`AnswerTally`, in the submission's own transaction; ``question_id`` is the lower
-    question id of the pair. Number questions are not paired (a comparison by them is refused).
+    question id of the pair. A number asked directly is not paired (a comparison by it is refused); a
+    randomized number is paired with the questions asked directly only (its mean by group).
     """
 
     __tablename__ = "pair_tallies"

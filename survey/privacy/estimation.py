@@ -224,9 +224,9 @@ def simplex_mle(
     k = q.shape[1]
     flat = lam.reshape(-1, lam.shape[-1])
     if start is None:
-        begin = np.full(flat.shape, 1.0 / k)
-    else:
-        begin = np.asarray(start, dtype=float).reshape(flat.shape)
+        begin = np.full((flat.shape[0], k), 1.0 / k)
+    else:  # one start for every row, or one per row (the matrix need not be square)
+        begin = np.broadcast_to(np.asarray(start, dtype=float), (flat.shape[0], k))
     out = np.empty((flat.shape[0], k))
     for i, row in enumerate(flat):
         out[i] = _mle_one(q, row / row.sum(), begin[i], tol, max_iter)

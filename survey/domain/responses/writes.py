@@ -53,6 +53,7 @@ from sqlalchemy import (
     column,
     func,
     literal,
+    literal_column,
     or_,
     select,
     true,
@@ -73,7 +74,7 @@ from survey.domain.models import (
     SubmissionTally,
     Survey,
 )
-from survey.domain.surveys.kinds import kind_of
+from survey.domain.surveys.kinds import KIND_LIST, kind_of
 
 # -- what a question feeds ---------------------------------------------------------------------------
 
@@ -170,6 +171,19 @@ def _days(reported: FromClause, submitted: FromClause) -> Select:
     return select(*keys, func.count().label("n")).where(r.randomized).group_by(*keys).order_by(*keys)
 
 
+#: The kinds whose answer is a randomized number's report code (one of 2,001): paired with questions
+#: asked directly (a mean by group), never with another randomized question, whose pair would have
+#: thousands of cells that no analysis reads.
+_REPORT_KINDS = tuple(k.id for k in KIND_LIST if k.randomized_number)
+
+
+def _is_report(question_id: ColumnElement[int]) -> ColumnElement[bool]:
+    # the kinds written into the statement (constants of the registry): a submission's statements
+    # are compiled to text once, where an expanding IN parameter cannot go
+    kinds = or_(*(Question.kind == literal_column(f"'{kind}'") for kind in _REPORT_KINDS))
+    return select(Question.id).where(Question.id == question_id, kinds).exists()
+
+
 def _pairs(reported: FromClause, submitted: FromClause) -> Select:
     a, b = reported.alias("a"), reported.alias("b")
     keys = (a.c.question_id, a.c.value, b.c.question_id.label("other_id"), b.c.value.label("other_value"))
@@ -177,7 +191,14 @@ def _pairs(reported: FromClause, submitted: FromClause) -> Select:
     return (
         select(*keys, func.count().label("n"))
         .select_from(a.join(b, and_(b.c.submission_id == a.c.submission_id, b.c.question_id > a.c.question_id)))
-        .where(a.c.paired, b.c.paired, or_(a.c.randomized, b.c.randomized))
+        .where(
+            a.c.paired,
+            b.c.paired,
+            or_(a.c.randomized, b.c.randomized),
+            # two randomized questions pair only when neither is a randomized number (the lookup of
+            # the kind is made for those pairs alone)
+            or_(~a.c.randomized, ~b.c.randomized, and_(~_is_report(a.c.question_id), ~_is_report(b.c.question_id))),
+        )
         .group_by(*grouped)
         .order_by(*grouped)
     )

@@ -224,7 +224,7 @@ def compare(
         other = _question(session, survey, by, ("by",))
         if other.id == question.id:
             raise DomainError("comparison.same_question", path=("by",))
-        if not other.kind_entry.paired:  # no pair tallies: a number makes a group of each value
+        if not other.kind_entry.paired or other.is_number:  # a number makes a group of each value
             raise DomainError(
                 "comparison.too_many_groups",
                 path=("by",),

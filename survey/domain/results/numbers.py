@@ -24,6 +24,7 @@ import numpy as np
 
 from survey.domain.models import Question
 from survey.privacy.bounded import mean_interval
+from survey.privacy.number_bins import BinShares, direct_bin_shares
 from survey.privacy.sequences import TARGET_RESPONDENTS
 
 #: The interval of the mean, as the exports name it.
@@ -56,6 +57,9 @@ class NumberSummary:
     #: often it is looked at (None with no answers).
     live_low: float | None = None
     live_high: float | None = None
+    #: The share of answers in each of the question's bins, with Wilson intervals (None without
+    #: bins or answers).
+    bins: BinShares | None = None
 
     @property
     def live_tuned_for(self) -> int:
@@ -98,6 +102,7 @@ class NumberSummary:
                 "upper_quartile": self.upper_quartile,
                 "maximum": self.maximum,
             },
+            "bins": None if self.bins is None else self.bins.to_dict(),
         }
 
 
@@ -143,4 +148,7 @@ def summarize(question: Question, counts: Mapping[int, int], level: float = 0.95
         level,
         live.low,
         live.high,
+        direct_bin_shares(values, weights, question.minimum, question.maximum, question.bins, level)
+        if question.bins
+        else None,
     )

@@ -8,7 +8,8 @@ mechanism's own estimator (``mechanism.estimate(counts)``) gives it with its int
 running tallies, one count per code: the betting interval for the bounded mechanisms (it holds for
 every distribution in the range and every n: docs/statistics.md, section 7), the normal interval for
 Laplace, whose reports have no bound. Nothing else is summarized: the reports' spread, quartiles and
-extremes are the noise's, not the answers'.
+extremes are the noise's, not the answers'. Where the organizer cut the range into bins, each bin's
+share is estimated from the same tallies, with its interval (:mod:`survey.privacy.number_bins`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from survey.domain.results.numbers import LIVE_TUNED_FOR
 from survey.domain.surveys.wording import epsilon_text
 from survey.privacy.bounded import MeanInterval
 from survey.privacy.designs import design_name
+from survey.privacy.number_bins import BinShares, randomized_bin_shares
 
 __all__ = ["RandomizedNumberSummary", "summarize_reports"]
 
@@ -41,6 +43,9 @@ class RandomizedNumberSummary:
     #: :data:`~survey.domain.results.numbers.LIVE_TUNED_FOR` answers, as a direct number's; None for
     #: Laplace, whose reports have no bound, and before the first report.
     live: MeanInterval | None = None
+    #: The estimated share of the true numbers in each of the question's bins, with its
+    #: profile-likelihood interval; None without bins or reports, and for Laplace (no bound).
+    bins: BinShares | None = None
 
     @property
     def mean(self) -> float | None:
@@ -110,6 +115,7 @@ class RandomizedNumberSummary:
                 "interval_method": self.interval_method,
                 "simulated_mean": self.simulated_mean,
             },
+            "bins": None if self.bins is None else self.bins.to_dict(),
         }
 
 
@@ -122,7 +128,7 @@ def summarize_reports(
     mechanism = mechanism if mechanism is not None else question.mechanism()
     kept = {int(code): int(n) for code, n in counts.items() if n > 0}
     n = sum(kept.values())
-    interval = live = None
+    interval = live = bins = None
     if n > 0:
         try:
             interval = mechanism.estimate(kept, level)
@@ -130,4 +136,6 @@ def summarize_reports(
             interval = None
         if math.isfinite(mechanism.bound):  # Laplace's reports have no bound, so no live interval
             live = mechanism.estimate(kept, level, tuned_for=LIVE_TUNED_FOR)
-    return RandomizedNumberSummary(question, mechanism, n, interval, level, live)
+            if question.bins:
+                bins = randomized_bin_shares(mechanism, kept, question.bins, level)
+    return RandomizedNumberSummary(question, mechanism, n, interval, level, live, bins)

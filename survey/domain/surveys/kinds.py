@@ -144,6 +144,8 @@ class Kind:
     #: How its answer is checked and stored (:data:`CODE`, :data:`NUMBER` or :data:`REPORT`).
     answer: AnswerType
     #: Whether its answers enter the pair tallies with other questions' (associations and comparisons).
+    #: A randomized number's report codes are paired with the questions asked directly only (its mean
+    #: by group); :func:`survey.domain.responses.writes._pairs` says so.
     paired: bool
     #: What its result is (:data:`SHARES` or :data:`NUMBERS`).
     result: ResultType
@@ -289,7 +291,7 @@ KIND_LIST: tuple[Kind, ...] = (
         randomized=True,
         options=NONE,
         answer=REPORT,
-        paired=False,
+        paired=True,
         result=NUMBERS,
         template="number",
     ),

@@ -272,7 +272,9 @@ def _number_preview(params: Mapping[str, Any], design: Design, kind: str) -> dic
     """The preview of a randomized number: its range checked by the spec's rule
     (:func:`~survey.domain.surveys.specs.number_range`), its design built on that range at the ε
     typed, and its planned half-width at ``n`` answers."""
-    low, high = number_range({name: loose_number(params.get(name)) for name in ("minimum", "maximum")}, HERE)
+    low, high = number_range(
+        {name: loose_number(params.get(name)) for name in ("minimum", "maximum")}, HERE, decimal=True
+    )
     n = _whole(params.get("n"), DEFAULT_RESPONDENTS, HERE, "n", low=1, high=MAX_RESPONDENTS, what="n")
     privacy = privacy_settings(design, set_by=EPSILON.name, level=params.get(EPSILON.name), others={}, k=2)
     mechanism = design_mechanism(kind, [], privacy, HERE, bounds=(low, high))

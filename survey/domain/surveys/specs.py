@@ -38,6 +38,7 @@ from survey.domain.validation import TEXT_LIMITS, Place
 from survey.privacy import Mechanism
 from survey.privacy.designs import DESIGNS, designs_for
 from survey.privacy.mechanisms import ParameterError
+from survey.privacy.number_bins import check_edges
 
 SURVEY_FIELDS = {
     "title",
@@ -67,6 +68,7 @@ QUESTION_FIELDS = {
     "simulated_truth",
     "minimum",
     "maximum",
+    "bins",
 }
 #: The widest range a number question may have (the answers table holds 32-bit integers).
 NUMBER_LIMIT = 1_000_000_000
@@ -193,7 +195,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
 
     if entry.ranged:
         return _ranged_question(raw, place, index, entry, key, text, help_text, required)
-    for field in ("minimum", "maximum"):
+    for field in ("minimum", "maximum", "bins"):
         if field in raw:
             raise place.error("spec.range_not_number", field)
     options = raw.get("options")
@@ -248,16 +250,41 @@ NOT_FOR_NUMBERS = {
 NOT_FOR_RANDOMIZED_NUMBERS = {k: v for k, v in NOT_FOR_NUMBERS.items() if k != "privacy"}
 
 
-def number_range(raw: Mapping[str, Any], place: Place = ALONE) -> tuple[int, int]:
-    """A ranged question's ``minimum`` and ``maximum``: whole numbers within ±NUMBER_LIMIT, the
-    maximum above the minimum (the builder's live preview checks a range with this too)."""
+def number_range(raw: Mapping[str, Any], place: Place = ALONE, *, decimal: bool = False) -> tuple[float, float]:
+    """A ranged question's ``minimum`` and ``maximum``: whole numbers within ±NUMBER_LIMIT (or, with
+    ``decimal``, for a randomized number whose answer travels as a report code, any numbers there),
+    the maximum above the minimum (the builder's live preview checks a range with this too)."""
     if "minimum" not in raw or "maximum" not in raw:
         raise place.error("spec.range_missing", "minimum" if "minimum" not in raw else "maximum")
-    low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
-    high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+    if decimal:
+        low, high = (_range_end(raw[name], place, name) for name in ("minimum", "maximum"))
+    else:
+        low = validation.whole_number(raw["minimum"], place, "minimum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
+        high = validation.whole_number(raw["maximum"], place, "maximum", low=-NUMBER_LIMIT, high=NUMBER_LIMIT)
     if high <= low:
         raise place.error("spec.range_reversed", "maximum", low=low)
     return low, high
+
+
+def _range_end(value: Any, place: Place, name: str) -> float:
+    """A decimal range end: a finite number within ±NUMBER_LIMIT, whole ones kept whole."""
+    if not validation.is_number(value) or not math.isfinite(value) or not -NUMBER_LIMIT <= value <= NUMBER_LIMIT:
+        raise place.error("spec.range_end_invalid", name, most=NUMBER_LIMIT)
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def number_bins(raw: Any, low: float, high: float, place: Place = ALONE) -> list[float] | None:
+    """A number question's ``bins``: its edges, numbers strictly inside the range and increasing
+    (:func:`survey.privacy.number_bins.check_edges`), or None where it has none."""
+    if raw is None or raw == []:
+        return None
+    if not isinstance(raw, list):
+        raise place.error("spec.bins_invalid", "bins", reason="must be a list of numbers")
+    try:
+        edges = check_edges(raw, low, high)
+    except ValueError as e:
+        raise place.error("spec.bins_invalid", "bins", reason=str(e)) from None
+    return [int(e) if e.is_integer() else e for e in edges]
 
 
 def _ranged_question(
@@ -270,7 +297,7 @@ def _ranged_question(
     for field, code in refused.items():
         if raw.get(field) is not None:
             raise place.error(code, field)
-    low, high = number_range(raw, place)
+    low, high = number_range(raw, place, decimal=kind.randomized)
     question = Question(
         position=index,
         key=key,
@@ -280,6 +307,7 @@ def _ranged_question(
         required=required,
         minimum=low,
         maximum=high,
+        bins=number_bins(raw.get("bins"), low, high, place),
         options=[],
     )
     if kind.randomized:
@@ -390,6 +418,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     entry = question.kind_entry
     if entry.ranged:
         item["minimum"], item["maximum"] = question.minimum, question.maximum
+        if question.bins:
+            item["bins"] = list(question.bins)
     elif entry.options == LISTED:
         item["options"] = question.labels
     if question.design is not None:

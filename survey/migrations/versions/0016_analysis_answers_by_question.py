@@ -1,6 +1,6 @@
 """Answers indexed by question, then submission, with the value: a regression reads only the index.
 
-Revision ID: 0016_analysis
+Revision ID: 0016
 Revises: 0015
 
 A regression counts the covariate patterns by joining one question's answers to another's on the
@@ -18,7 +18,7 @@ answers). The downgrade puts the old index back.
 
 from alembic import op
 
-revision = "0016_analysis"
+revision = "0016"
 down_revision = "0015"
 branch_labels = None
 depends_on = None

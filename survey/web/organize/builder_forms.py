@@ -195,6 +195,7 @@ class QuestionForm(BuilderForm):
     options = TextAreaField("Options, one per line")
     minimum = StringField("Smallest number accepted", default="0")
     maximum = StringField("Largest number accepted", default="100")
+    bins = StringField("Bins for the results (optional)", default="")
     design = SelectField("Design", default="coin_flip", validate_choice=False)
     set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
     epsilon = StringField("ε (epsilon)", default="1")
@@ -239,6 +240,7 @@ class QuestionForm(BuilderForm):
         }
         if question.is_number:
             data["minimum"], data["maximum"] = str(question.minimum), str(question.maximum)
+            data["bins"] = ", ".join(f"{e:g}" for e in question.bins or [])
         stored = question.design
         design = DESIGNS.get(stored.mechanism_name) if stored is not None else None
         if stored is not None and design is not None:  # every design a spec can hold is registered
@@ -320,6 +322,9 @@ class QuestionForm(BuilderForm):
         if entry is not None and entry.ranged:
             raw["minimum"] = loose_number(self.minimum.data)
             raw["maximum"] = loose_number(self.maximum.data)
+            edges = [part.strip() for part in (self.bins.data or "").replace(";", ",").split(",")]
+            if any(edges):
+                raw["bins"] = [loose_number(e) for e in edges]
         elif entry is None or entry.options == LISTED:
             raw["options"] = self.option_labels()
         if entry is not None and entry.randomized:
@@ -365,6 +370,7 @@ class QuestionForm(BuilderForm):
             ("options",): "options",
             ("minimum",): "minimum",
             ("maximum",): "maximum",
+            ("bins",): "bins",
             ("privacy", "design"): "design",
             ("privacy", "allow_one_sided"): "allow_one_sided",
         }

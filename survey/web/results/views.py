@@ -43,10 +43,12 @@ from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estima
 from survey.domain.results.kept import digest, kept
 from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
+from survey.domain.results.number_analysis import NumberComparison, NumberRegression, compare_number, number_regression
 from survey.domain.results.rscript import r_script
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.kinds import REGISTRY
+from survey.domain.surveys.outline import question_list
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name
@@ -400,10 +402,58 @@ def _comparison_choice(survey: Survey) -> tuple[str | None, str, str | None]:
     return question, by, request.args.get("category")
 
 
-def _comparison(survey: Survey) -> Comparison:
+def _comparison(survey: Survey) -> Comparison | NumberComparison:
     """The comparison the query string asks for; a :class:`DomainError` (400 for a bad choice, 409
-    before anyone answered) when there is none."""
+    before anyone answered) when there is none. A randomized number's is its mean by group."""
+    asked = _asked_number(survey, "question")
+    if asked is not None:
+        return compare_number(db.session, survey, asked.key, request.args.get("by"))
     return compare(db.session, survey, *_comparison_choice(survey))
+
+
+def _randomized_numbers(survey: Survey) -> list[Question]:
+    """The survey's randomized numbers, in survey order: compared by group and regressed linearly."""
+    return [q for q in question_list(db.session, survey) if q.kind_entry.randomized_number]
+
+
+def _asked_number(survey: Survey, name: str) -> Question | None:
+    """The randomized number the query string's ``name`` names; without one, the first randomized
+    number where the survey has no randomized question with options to start from."""
+    numbers = _randomized_numbers(survey)
+    asked = request.args.get(name)
+    if asked is None and numbers and not comparable(db.session, survey)[0]:
+        return numbers[0]
+    return next((q for q in numbers if q.key == asked), None)
+
+
+def _number_comparison_page(survey: Survey, question: Question):
+    """A randomized number's mean in each group of a question asked directly."""
+    direct = comparable(db.session, survey)[1]
+    by = request.args.get("by") or (direct[0].key if direct else None)
+    result: NumberComparison | None = None
+    error: DomainError | None = None
+    status = 200
+    if direct:
+        try:
+            result = compare_number(db.session, survey, question.key, by)
+        except DomainError as e:
+            error, status = e, (200 if e.status == 409 else e.status)
+    return (
+        render_template(
+            "results/compare_number.html",
+            survey=survey,
+            numbers=_randomized_numbers(survey),
+            randomized=comparable(db.session, survey)[0],
+            direct=direct,
+            question=question,
+            by=by,
+            result=result,
+            data=None if result is None else result.to_dict(),
+            error=error,
+            query={"question": question.key, "by": by},
+        ),
+        status,
+    )
 
 
 def _group_chart(comparison: Comparison) -> Chart:
@@ -443,6 +493,9 @@ def _options_by_question(questions: list[Question]) -> dict[str, dict[str, Any]]
 def compare_page(slug: str):
     """One sensitive question by a direct question, by week, or against another sensitive question."""
     survey = _survey_or_404(slug)
+    number = _asked_number(survey, "question")
+    if number is not None:
+        return _number_comparison_page(survey, number)
     randomized, direct = comparable(db.session, survey)
     question, by, category = _comparison_choice(survey)
     chosen = next((q for q in randomized if q.key == question), None)
@@ -477,12 +530,13 @@ def compare_page(slug: str):
             error=error,
             query={"question": question, "by": by, **({"category": category} if category else {})},
             week=WEEK,
+            numbers=_randomized_numbers(survey),
         ),
         status,
     )
 
 
-def _analysis_csv(slug: str, make: Callable[[Survey], Comparison | Regression], name: Callable[[Any], str]):
+def _analysis_csv(slug: str, make: Callable[[Survey], Any], name: Callable[[Any], str]):
     """An analysis as a CSV download; a refused choice as plain text with its status."""
     survey = _survey_or_404(slug)
     try:
@@ -492,7 +546,7 @@ def _analysis_csv(slug: str, make: Callable[[Survey], Comparison | Regression], 
     return _download(analysis.csv(), f"{survey.slug}-{name(analysis)}.csv", "text/csv")
 
 
-def _analysis_json(slug: str, make: Callable[[Survey], Comparison | Regression]):
+def _analysis_json(slug: str, make: Callable[[Survey], Any]):
     """An analysis as JSON; errors as ``{"error", "status", "path"}``, and a JSON 401, not a redirect."""
     if not current_user.is_authenticated:
         return json_error(DomainError("auth.results_sign_in"))
@@ -527,8 +581,48 @@ def _regression_choice(survey: Survey) -> tuple[str | None, list[str]]:
     return request.args.get("outcome"), request.args.getlist("covariates")
 
 
-def _regression(survey: Survey) -> Regression:
+def _regression(survey: Survey) -> Regression | NumberRegression:
+    number = _asked_number(survey, "outcome")
+    if number is not None:
+        return number_regression(db.session, survey, number.key, _number_covariates(survey))
     return regression(db.session, survey, *_regression_choice(survey), request.args.get("category"))
+
+
+def _number_covariates(survey: Survey) -> list[str]:
+    """The covariates the query string chose; without an outcome chosen, every question asked directly."""
+    if "outcome" not in request.args:
+        return [q.key for q in covariates_of(db.session, survey)][:MAX_COVARIATES]
+    return request.args.getlist("covariates")
+
+
+def _number_regression_page(survey: Survey, outcome: Question):
+    """A randomized number as the outcome of a linear regression on questions asked directly."""
+    direct = covariates_of(db.session, survey)
+    chosen = _number_covariates(survey)
+    result: NumberRegression | None = None
+    error: DomainError | None = None
+    status = 200
+    if direct:
+        try:
+            result = number_regression(db.session, survey, outcome.key, chosen)
+        except DomainError as e:
+            error, status = e, (200 if e.status == 409 else e.status)
+    return (
+        render_template(
+            "results/regression_number.html",
+            survey=survey,
+            numbers=_randomized_numbers(survey),
+            randomized=comparable(db.session, survey)[0],
+            direct=direct,
+            outcome=outcome,
+            chosen=chosen,
+            result=result,
+            data=None if result is None else result.to_dict(),
+            error=error,
+            query={"outcome": outcome.key, "covariates": chosen},
+        ),
+        status,
+    )
 
 
 @bp.get("/surveys/<slug>/regression")
@@ -536,6 +630,9 @@ def _regression(survey: Survey) -> Regression:
 def regression_page(slug: str):
     """What predicts a sensitive answer: a logistic regression on questions asked directly."""
     survey = _survey_or_404(slug)
+    number = _asked_number(survey, "outcome")
+    if number is not None:
+        return _number_regression_page(survey, number)
     randomized, _ = comparable(db.session, survey)
     direct = covariates_of(db.session, survey)
     outcome, chosen = _regression_choice(survey)
@@ -565,6 +662,7 @@ def regression_page(slug: str):
             data=None if result is None else result.to_dict(),
             error=error,
             query=query,
+            numbers=_randomized_numbers(survey),
         ),
         status,
     )

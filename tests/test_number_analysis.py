@@ -1,0 +1,188 @@
+"""A randomized number by group of a direct question, and as the outcome of a linear regression.
+
+Seeded simulated respondents are posted through the API; every figure the compare and regression
+endpoints give is recomputed here from the codes each respondent sent, per respondent (numpy: the
+group means, the betting intervals at the Bonferroni level, OLS and the HC3 sandwich written out),
+not from the covariate patterns or the tallies the app reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from survey.domain.models import PairTally, Question, Survey
+from survey.domain.responses.tallies import tally_mismatches
+from survey.platform.extensions import db
+from survey.privacy.bounded import mean_interval
+from survey.privacy.numeric import GRID_STEPS, HybridNumber
+
+from .surveys import add_survey
+
+SPEC = {
+    "title": "Drinks",
+    "slug": "drinks",
+    "questions": [
+        {
+            "key": "drinks",
+            "kind": "rr_number",
+            "text": "How many drinks did you have last week?",
+            "minimum": 0,
+            "maximum": 30,
+            "privacy": {"design": "hybrid", "epsilon": 2},
+        },
+        {
+            "key": "region",
+            "kind": "direct",
+            "text": "Where do you live?",
+            "options": ["north", "south", "east"],
+            "required": False,
+        },
+        {"key": "age", "kind": "number", "text": "How old are you?", "minimum": 16, "maximum": 99},
+        {
+            "key": "smoked",
+            "kind": "yes_no",
+            "text": "Smoked?",
+            "required": False,
+            "privacy": {"design": "grr", "epsilon": 1},
+        },
+    ],
+}
+MECHANISM = HybridNumber(2.0, 0, 30)
+N = 240
+
+
+@pytest.fixture
+def answered(signed_in, user):
+    """N respondents: region 0..2, age 16..79, true drinks 2 + 4·south + 8·east + 0.1·(age − 16)
+    plus noise, clamped to the range, randomized as the browser does; every 7th skips the region."""
+    add_survey(signed_in.application, SPEC)
+    rng = np.random.default_rng(2024)
+    region = rng.integers(0, 3, N)
+    age = rng.integers(16, 80, N)
+    truth = np.clip(2 + 4 * (region == 1) + 8 * (region == 2) + 0.1 * (age - 16) + rng.normal(0, 3, N), 0, 30)
+    codes = MECHANISM.randomize(truth, rng)
+    skipped = np.arange(N) % 7 == 0
+    for i in range(N):
+        answers = {"drinks": int(codes[i]), "age": int(age[i]), "smoked": int(i % 2)}
+        if not skipped[i]:
+            answers["region"] = int(region[i])
+        response = signed_in.post("/api/surveys/drinks/responses", json={"answers": answers})
+        assert response.status_code == 201, response.get_data(as_text=True)
+    return {"region": region, "age": age, "codes": codes, "skipped": skipped}
+
+
+def test_the_mean_by_group_is_each_groups_mean_of_reports_with_simultaneous_betting_intervals(signed_in, answered):
+    data = signed_in.get("/api/surveys/drinks/compare?question=drinks&by=region").get_json()
+    assert data["kind"] == "number_breakdown" and data["simultaneous"] and data["interval_method"] == "betting"
+    values = MECHANISM.value_of(answered["codes"])
+    low, high = (float(v) for v in MECHANISM.value_of([0, GRID_STEPS]))
+    groups = {g["label"]: g for g in data["groups"]}
+    assert set(groups) == {"north", "south", "east", "no answer"}
+    each = 1 - 0.05 / 4
+    for label, members in (
+        ("north", ~answered["skipped"] & (answered["region"] == 0)),
+        ("south", ~answered["skipped"] & (answered["region"] == 1)),
+        ("east", ~answered["skipped"] & (answered["region"] == 2)),
+        ("no answer", answered["skipped"]),
+    ):
+        mine = values[members]
+        g = groups[label]
+        assert g["n"] == members.sum()
+        assert g["mean"] == pytest.approx(mine.mean(), abs=1e-9)
+        expected = mean_interval(mine, np.ones(mine.size), low, high, each)
+        assert (g["ci_low"], g["ci_high"]) == (
+            pytest.approx(expected.low, abs=1e-9),
+            pytest.approx(expected.high, abs=1e-9),
+        )
+    assert data["total"]["n"] == N and data["total"]["mean"] == pytest.approx(values.mean(), abs=1e-9)
+    # the east group drinks 8 more: its estimate is above the north's (seeded: it is)
+    assert groups["east"]["mean"] > groups["north"]["mean"]
+    rows = list(
+        csv.DictReader(
+            io.StringIO(signed_in.get("/surveys/drinks/compare.csv?question=drinks&by=region").get_data(as_text=True))
+        )
+    )
+    assert [r["group"] for r in rows][-1] == "everyone" and float(rows[0]["mean"]) == pytest.approx(
+        groups[rows[0]["group"]]["mean"]
+    )
+    page = signed_in.get("/surveys/drinks/compare?question=drinks&by=region").get_data(as_text=True)
+    assert "mean by “Where do you live?”" in page and f"{groups['east']['mean']:.2f}" in page
+
+
+def test_the_pair_tallies_pair_a_randomized_number_with_direct_questions_only(signed_in, answered):
+    with signed_in.application.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "drinks"))
+        ids = {q.key: q.id for q in survey.questions}
+        pairs = {
+            (a, b)
+            for a, b in db.session.execute(
+                select(PairTally.question_id, PairTally.other_id).where(PairTally.question_id.in_(ids.values()))
+            )
+        }
+        assert (ids["drinks"], ids["region"]) in pairs
+        assert not {(ids["drinks"], ids["smoked"]), (ids["smoked"], ids["drinks"])} & pairs  # two randomized
+        assert (min(ids["region"], ids["smoked"]), max(ids["region"], ids["smoked"])) in pairs  # as before
+        assert tally_mismatches(db.session, survey) == []  # the recount follows the same rule
+
+
+def _hc3_by_hand(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS and its HC3 standard errors, per respondent: β = (X'X)⁻¹X'y, e = y − Xβ,
+    h = diag(X(X'X)⁻¹X'), V = (X'X)⁻¹ X' diag(e²/(1 − h)²) X (X'X)⁻¹."""
+    xtx_inv = np.linalg.inv(x.T @ x)
+    beta = xtx_inv @ x.T @ y
+    e = y - x @ beta
+    h = np.einsum("ij,jk,ik->i", x, xtx_inv, x)
+    meat = x.T @ (x * (e**2 / (1 - h) ** 2)[:, None])
+    return beta, np.sqrt(np.diag(xtx_inv @ meat @ xtx_inv))
+
+
+def test_the_linear_regression_is_ols_on_the_reports_with_hc3_errors(signed_in, answered):
+    data = signed_in.get("/api/surveys/drinks/regression?outcome=drinks&covariates=region&covariates=age").get_json()
+    assert data["kind"] == "linear" and data["covariance"] == "HC3"
+    kept = ~answered["skipped"]
+    region, age = answered["region"][kept], answered["age"][kept]
+    y = MECHANISM.value_of(answered["codes"][kept])
+    x = np.column_stack([np.ones(kept.sum()), region == 1, region == 2, age]).astype(float)
+    beta, se = _hc3_by_hand(x, y)
+    names = [c["name"] for c in data["coefficients"]]
+    assert names == ["const", "region = south", "region = east", "age"] and data["n"] == kept.sum()
+    for c, b, s in zip(data["coefficients"], beta, se, strict=True):
+        assert c["estimate"] == pytest.approx(b, rel=1e-9, abs=1e-9)
+        assert c["standard_error"] == pytest.approx(s, rel=1e-9)
+    # the truth's coefficients (4 and 8 for the regions) are inside the intervals (seeded: they are)
+    south, east = data["coefficients"][1], data["coefficients"][2]
+    assert south["ci_low"] < 4 < south["ci_high"] and east["ci_low"] < 8 < east["ci_high"]
+    page = signed_in.get("/surveys/drinks/regression?outcome=drinks&covariates=region&covariates=age").get_data(
+        as_text=True
+    )
+    assert "What predicts a sensitive number" in page and f"{beta[2]:.3f}" in page
+    lines = signed_in.get("/surveys/drinks/regression.csv?outcome=drinks&covariates=region").get_data(as_text=True)
+    assert lines.splitlines()[0].startswith("outcome,term,estimate")
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "code_fragment"),
+    [
+        ("/api/surveys/drinks/compare?question=drinks&by=age", 400, "is not a question with options asked directly"),
+        ("/api/surveys/drinks/compare?question=drinks&by=smoked", 400, "is not a question with options asked directly"),
+        ("/api/surveys/drinks/compare?question=smoked&by=drinks", 400, "too many groups"),
+        ("/api/surveys/drinks/regression?outcome=drinks&covariates=smoked", 400, "randomized"),
+    ],
+)
+def test_choices_that_make_no_sense_are_refused(signed_in, answered, url, status, code_fragment):
+    response = signed_in.get(url)
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert code_fragment in response.get_data(as_text=True)
+
+
+def test_the_pages_offer_the_randomized_number(signed_in, answered):
+    for url in ("/surveys/drinks/compare", "/surveys/drinks/regression"):
+        page = signed_in.get(url).get_data(as_text=True)
+        assert "Randomized numbers" in page and ("question=drinks" in page or "outcome=drinks" in page)
+    with signed_in.application.app_context():
+        assert db.session.scalar(select(Question.kind).where(Question.key == "drinks")) == "rr_number"

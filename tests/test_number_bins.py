@@ -1,0 +1,319 @@
+"""A number's bins (the share of answers in each bin the organizer sets) and decimal range ends.
+
+The estimator (survey/privacy/number_bins.py) against independent computations: counting and
+Wilson's formula for a number asked directly; for a randomized number, the shares and intervals
+against a brute-force profile likelihood (scipy's SLSQP on the same mixture), consistency (each
+share in [0, 1], the shares summing to 1), and the whole way through the app: spec, builder,
+results page, JSON. Coverage is a benchmark (benchmarks/number_bins.md), not a test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+from sqlalchemy import select
+
+from survey.domain.errors import DomainError
+from survey.domain.models import Survey
+from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
+from survey.platform.extensions import db
+from survey.privacy import number_bins
+from survey.privacy.number_bins import (
+    CODE_GROUPS,
+    bin_labels,
+    check_edges,
+    direct_bin_shares,
+    randomized_bin_shares,
+)
+from survey.privacy.number_planning import code_probabilities
+from survey.privacy.numeric import GRID_STEPS, DuchiNumber, HybridNumber, PiecewiseNumber
+
+from .builder import FormValues
+from .surveys import add_survey
+
+EDGES = [1, 5, 15]
+DRINKS = {
+    "key": "drinks",
+    "kind": "rr_number",
+    "text": "How many drinks did you have last week?",
+    "minimum": 0,
+    "maximum": 30,
+    "bins": EDGES,
+    "privacy": {"design": "piecewise", "epsilon": 3},
+}
+AGE = {"key": "age", "kind": "number", "text": "How old are you?", "minimum": 16, "maximum": 99, "bins": [30, 60]}
+SPEC = {"title": "Drinks", "slug": "drinks", "questions": [DRINKS, AGE]}
+
+
+def _codes(mechanism, truths, seed=11):
+    return Counter(int(c) for c in mechanism.randomize(np.asarray(truths, dtype=float), np.random.default_rng(seed)))
+
+
+# -- the estimator ---------------------------------------------------------------------------------
+
+
+def test_direct_bins_count_the_answers_and_give_wilsons_interval():
+    values, counts = [16, 29, 30, 59, 60, 99], [5, 10, 20, 15, 40, 10]
+    r = direct_bin_shares(values, counts, 16, 99, [30, 60])
+    assert r.n == 100 and r.shares == pytest.approx((0.15, 0.35, 0.5))  # 30 and 60 belong to the bin above
+    z = stats.norm.ppf(0.975)
+    for share, low, high in zip(r.shares, r.ci_low, r.ci_high, strict=True):
+        # Wilson's interval, written out
+        centre = (share + z * z / 200) / (1 + z * z / 100)
+        half = z / (1 + z * z / 100) * math.sqrt(share * (1 - share) / 100 + z * z / 40000)
+        assert (low, high) == (pytest.approx(centre - half, abs=1e-12), pytest.approx(centre + half, abs=1e-12))
+    assert r.labels == ["16 to under 30", "30 to under 60", "60 to 99"]
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [[0], [30], [5, 5], [10, 5], ["5"], [True], [float("nan")], list(range(1, 21))],
+)
+def test_bad_edges_are_refused(edges):
+    with pytest.raises(ValueError):
+        check_edges(edges, 0, 30)
+
+
+def test_labels_write_decimal_edges_as_typed():
+    assert bin_labels(0.5, 2.5, [1.25]) == ["0.5 to under 1.25", "1.25 to 2.5"]
+
+
+def _brute_force_profile(mechanism, counts, edges, level=0.95):
+    """The same model solved another way: the support and the pooled codes rebuilt here, the MLE and
+    each bin's interval ends by SLSQP (minimize / maximize the bin's share subject to the
+    log-likelihood staying within χ²₁/2 of its maximum)."""
+    ts, owner = number_bins._support(tuple(float(t) for t in mechanism.normalize(edges)))
+    runs = np.arange(GRID_STEPS + 1) * CODE_GROUPS // (GRID_STEPS + 1)
+    matrix = np.array(
+        [np.bincount(runs, weights=code_probabilities(mechanism, t), minlength=CODE_GROUPS) for t in ts]
+    ).T
+    y = np.zeros(CODE_GROUPS)
+    for code, c in counts.items():
+        y[code * CODE_GROUPS // (GRID_STEPS + 1)] += c
+    seen = y > 0
+    a, y = matrix[seen], y[seen]
+    m = a.shape[1]
+
+    def loglik(w):
+        return float(y @ np.log(np.maximum(a @ w, 1e-300)))
+
+    simplex = [{"type": "eq", "fun": lambda w: w.sum() - 1}]
+    bounds = [(0, 1)] * m
+    best = optimize.minimize(
+        lambda w: -loglik(w),
+        np.full(m, 1 / m),
+        method="SLSQP",
+        bounds=bounds,
+        constraints=simplex,
+        options={"maxiter": 2000, "ftol": 1e-12},
+    )
+    target = -best.fun - stats.chi2.ppf(level, 1) / 2
+    plausible = [*simplex, {"type": "ineq", "fun": lambda w: loglik(w) - target}]
+    ends = []
+    for b in range(len(edges) + 1):
+        inside = (owner == b).astype(float)
+        lo = optimize.minimize(
+            lambda w, inside=inside: inside @ w,
+            best.x,
+            method="SLSQP",
+            bounds=bounds,
+            constraints=plausible,
+            options={"maxiter": 2000, "ftol": 1e-12},
+        )
+        hi = optimize.minimize(
+            lambda w, inside=inside: -(inside @ w),
+            best.x,
+            method="SLSQP",
+            bounds=bounds,
+            constraints=plausible,
+            options={"maxiter": 2000, "ftol": 1e-12},
+        )
+        ends.append((float(inside @ lo.x), float(inside @ hi.x)))
+    return -best.fun, np.bincount(owner, weights=best.x, minlength=len(edges) + 1), ends
+
+
+def test_randomized_bins_agree_with_a_brute_force_profile_likelihood():
+    mechanism = PiecewiseNumber(3.0, 0, 30)
+    rng = np.random.default_rng(3)
+    truths = np.where(rng.random(400) < 0.5, 0.0, rng.uniform(0, 30, 400))
+    counts = _codes(mechanism, truths)
+    r = randomized_bin_shares(mechanism, counts, EDGES)
+    _, shares, ends = _brute_force_profile(mechanism, counts, EDGES)
+    # the shares of a mixture MLE need not be unique, the likelihood's maximum is: compare the
+    # intervals (functionals of the plausible set) and check the shares are inside them
+    for i, (lo, hi) in enumerate(ends):
+        assert r.ci_low[i] == pytest.approx(lo, abs=0.01)
+        assert r.ci_high[i] == pytest.approx(hi, abs=0.01)
+        assert lo - 0.01 <= r.shares[i] <= hi + 0.01
+    assert abs(sum(shares) - 1) < 1e-9
+
+
+@pytest.mark.parametrize("mechanism", [HybridNumber(1.0, 0, 30), DuchiNumber(1.0, 0, 30), PiecewiseNumber(4.0, 0, 30)])
+def test_randomized_bins_are_consistent(mechanism):
+    counts = _codes(mechanism, [0] * 60 + [3] * 20 + [20] * 20)
+    r = randomized_bin_shares(mechanism, counts, EDGES)
+    assert sum(r.shares) == pytest.approx(1, abs=1e-9)
+    for share, low, high in zip(r.shares, r.ci_low, r.ci_high, strict=True):
+        assert 0 <= low <= share <= high <= 1
+    assert r.method == "profile-likelihood" and r.n == 100
+
+
+def test_many_reports_at_a_high_epsilon_find_the_true_shares():
+    mechanism = PiecewiseNumber(6.0, 0, 30)
+    truths = [0.0] * 3000 + [3.0] * 2000 + [10.0] * 3000 + [25.0] * 2000
+    r = randomized_bin_shares(mechanism, _codes(mechanism, truths), EDGES)
+    assert r.shares == pytest.approx((0.3, 0.2, 0.3, 0.2), abs=0.03)
+    for truth, low, high in zip((0.3, 0.2, 0.3, 0.2), r.ci_low, r.ci_high, strict=True):
+        assert low <= truth <= high and high - low < 0.1
+
+
+def test_duchis_reports_tell_the_mean_only_so_its_intervals_stay_wide():
+    """Duchi's mechanism reports a sign: bins it cannot tell apart keep wide intervals."""
+    mechanism = DuchiNumber(1.0, 0, 30)
+    r = randomized_bin_shares(mechanism, _codes(mechanism, [0] * 500 + [20] * 500), EDGES)
+    assert max(h - lo for lo, h in zip(r.ci_low, r.ci_high, strict=True)) > 0.6
+
+
+def test_laplace_has_no_bins():
+    from survey.privacy.numeric import LaplaceNumber
+
+    with pytest.raises(ValueError, match="bounded"):
+        randomized_bin_shares(LaplaceNumber(1.0, 0, 30), {1000: 5}, EDGES)
+
+
+# -- the spec and the builder ----------------------------------------------------------------------
+
+
+def test_bins_and_decimal_ends_round_trip_through_the_spec(app):
+    spec = {**SPEC, "questions": [{**DRINKS, "minimum": 0.5, "maximum": 2.5, "bins": [1, 1.5]}, AGE]}
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, spec)
+        db.session.commit()
+        db.session.expire_all()
+        again = survey_to_spec(db.session.get(Survey, survey.id))
+        q = again["questions"][0]
+        assert (q["minimum"], q["maximum"], q["bins"]) == (0.5, 2.5, [1, 1.5])
+        assert again["questions"][1]["bins"] == [30, 60] and again["questions"][1]["minimum"] == 16
+        assert isinstance(again["questions"][1]["minimum"], int)  # whole ends stay whole
+        mechanism = survey.questions[0].mechanism()
+        assert (mechanism.low, mechanism.high) == (0.5, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("question", "field"),
+    [
+        ({**DRINKS, "bins": [0]}, "bins"),
+        ({**DRINKS, "bins": [5, 2]}, "bins"),
+        ({**DRINKS, "bins": "1, 5"}, "bins"),
+        ({**AGE, "minimum": 16.5}, "minimum"),  # a number asked directly keeps whole ends
+        ({**DRINKS, "minimum": "0.5"}, "minimum"),
+        ({**DRINKS, "maximum": float("inf")}, "maximum"),
+        ({"key": "x", "kind": "yes_no", "text": "X?", "bins": [1], "privacy": {"design": "grr", "epsilon": 1}}, "bins"),
+    ],
+)
+def test_bad_bins_and_ends_are_refused_on_their_field(app, question, field):
+    with app.app_context(), pytest.raises(DomainError) as caught:
+        create_survey_from_spec(db.session, {**SPEC, "questions": [question]})
+    assert caught.value.path[-1] == field
+
+
+def test_the_builder_saves_bins_and_a_decimal_range(signed_in, user):
+    add_survey(signed_in.application, {**SPEC, "status": "draft"})
+    form = FormValues.of(signed_in, "/surveys/drinks/questions/drinks/edit")
+    assert form["bins"] == "1, 5, 15"
+    form["minimum"], form["maximum"], form["bins"] = "0.5", "2.5", "1; 1.75"
+    response = signed_in.post("/surveys/drinks/questions/drinks/edit", data=form)
+    assert response.status_code in (302, 303), response.get_data(as_text=True)[:3000]
+    with signed_in.application.app_context():
+        q = db.session.scalar(select(Survey).where(Survey.slug == "drinks")).questions[0]
+        assert (q.minimum, q.maximum, q.bins) == (0.5, 2.5, [1, 1.75])
+    form["bins"] = "3"
+    refused = signed_in.post("/surveys/drinks/questions/drinks/edit", data=form)
+    assert refused.status_code == 400 and "bin edges" in refused.get_data(as_text=True)
+
+
+# -- the results -----------------------------------------------------------------------------------
+
+
+def test_the_results_give_each_bins_share_with_its_interval(signed_in, user):
+    add_survey(signed_in.application, SPEC)
+    mechanism = PiecewiseNumber(3.0, 0, 30)
+    rng = np.random.default_rng(5)
+    truths = np.where(rng.random(120) < 0.5, 0.0, rng.uniform(0, 30, 120))
+    codes = [int(c) for c in mechanism.randomize(truths, rng)]
+    ages = [16 + i % 80 for i in range(120)]
+    for code, age in zip(codes, ages, strict=True):
+        response = signed_in.post("/api/surveys/drinks/responses", json={"answers": {"drinks": code, "age": age}})
+        assert response.status_code == 201
+    expected = randomized_bin_shares(mechanism, Counter(codes), EDGES)
+    document = signed_in.get("/api/surveys/drinks/estimates").get_json()
+    item = next(q for q in document["questions"] if q["key"] == "drinks")
+    bins = item["bins"]
+    assert bins["interval_method"] == "profile-likelihood" and bins["n"] == 120
+    assert [b["label"] for b in bins["bins"]] == ["0 to under 1", "1 to under 5", "5 to under 15", "15 to 30"]
+    for got, share, low, high in zip(bins["bins"], expected.shares, expected.ci_low, expected.ci_high, strict=True):
+        assert (got["share"], got["ci_low"], got["ci_high"]) == (
+            pytest.approx(share, abs=1e-12),
+            pytest.approx(low, abs=1e-12),
+            pytest.approx(high, abs=1e-12),
+        )
+    age = next(q for q in document["questions"] if q["key"] == "age")["bins"]
+    direct = direct_bin_shares(*zip(*Counter(ages).items(), strict=True), 16, 99, [30, 60])
+    assert [b["share"] for b in age["bins"]] == pytest.approx(list(direct.shares))
+    page = signed_in.get("/surveys/drinks/results").get_data(as_text=True)
+    assert "Estimated share of “How many drinks did you have last week?” in each bin" in page
+    assert f"{expected.ci_low[0] * 100:.1f}% to {expected.ci_high[0] * 100:.1f}%" in page
+    assert "30 to under 60" in page
+
+
+# -- a range with decimal ends ---------------------------------------------------------------------
+
+HOURS = {
+    "key": "hours",
+    "kind": "rr_number",
+    "text": "How many hours did you game yesterday?",
+    "minimum": 0.5,
+    "maximum": 2.5,
+    "bins": [1, 1.5],
+    "privacy": {"design": "hybrid", "epsilon": 2},
+}
+
+
+def test_a_decimal_range_is_estimated_and_shown_in_its_units_everywhere(signed_in, user):
+    add_survey(signed_in.application, {"title": "Hours", "slug": "hours", "questions": [HOURS, AGE]})
+    page = signed_in.get("/s/hours").get_data(as_text=True)
+    assert 'min="0.5" max="2.5"' in page and "A number from 0.5 to 2.5" in page
+    mechanism = HybridNumber(2.0, 0.5, 2.5)
+    rng = np.random.default_rng(8)
+    codes = [int(c) for c in mechanism.randomize(rng.uniform(0.5, 2.5, 80), rng)]
+    for i, code in enumerate(codes):
+        answers = {"hours": code, "age": 20 + i % 50}
+        assert signed_in.post("/api/surveys/hours/responses", json={"answers": answers}).status_code == 201
+    item = next(q for q in signed_in.get("/api/surveys/hours/estimates").get_json()["questions"] if q["key"] == "hours")
+    expected = mechanism.estimate(Counter(codes))
+    assert item["range"] == {"minimum": 0.5, "maximum": 2.5}
+    assert (item["summary"]["mean"], item["summary"]["ci_low"], item["summary"]["ci_high"]) == (
+        pytest.approx(expected.estimate, abs=1e-12),
+        pytest.approx(expected.low, abs=1e-12),
+        pytest.approx(expected.high, abs=1e-12),
+    )
+    assert [b["label"] for b in item["bins"]["bins"]] == ["0.5 to under 1", "1 to under 1.5", "1.5 to 2.5"]
+    for url in (
+        "/surveys/hours/results",
+        "/surveys/hours/estimates.csv",
+        "/surveys/hours/responses.csv",
+        "/surveys/hours/codebook.json",
+        "/surveys/hours/responses.sav",
+        "/surveys/hours/estimates.R",
+        "/surveys/hours/compare",
+        "/surveys/hours/regression",
+        "/surveys/hours/spec.json",
+        "/api/surveys/hours/live",
+    ):
+        response = signed_in.get(url)
+        assert response.status_code == 200, (url, response.get_data(as_text=True)[:2000])
+    assert "from 0.5 to 2.5" in signed_in.get("/surveys/hours/results").get_data(as_text=True)
