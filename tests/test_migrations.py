@@ -212,14 +212,15 @@ def test_answers_are_indexed_by_question_then_submission_from_0016_and_back_on_d
     assert _answer_indexes(empty_app)["ix_answers_question_submission"] == ["question_id", "submission_id", "value"]
     assert "ix_answers_question_value" not in _answer_indexes(empty_app)
     with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, SMALL_SPEC)  # made at head: the model is head's
+        db.session.commit()
+        question_id = survey.questions[0].id
+        db.session.remove()
         command.downgrade(alembic_config(), "0015")
     indexes = _answer_indexes(empty_app)
     assert indexes["ix_answers_question_value"] == ["question_id", "value"]
     assert "ix_answers_question_submission" not in indexes
     with empty_app.app_context():
-        survey = create_survey_from_spec(db.session, SMALL_SPEC)
-        db.session.commit()
-        question_id = survey.questions[0].id
         with db.engine.begin() as conn:
             conn.execute(
                 text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (1, :s, '2026-01-02')"),
