@@ -263,3 +263,70 @@ def test_the_words_for_a_design_count_the_other_answers_right(labels):
     assert ("the other answer" in words) == (len(labels) == 2), words
     if len(labels) > 2:
         assert f"one of the other {len(labels) - 1} options" in words
+
+
+def _session_payload(client) -> dict:
+    from .pages import session_cookie_payload
+
+    cookie = client.get_cookie("session")
+    return session_cookie_payload(cookie.value) if cookie is not None else {}
+
+
+def test_what_the_thank_you_page_says_was_sent_is_the_report_and_true(app, client, survey_slug):
+    """Right after a sending, the thank-you page names each randomized question's report (never an
+    answer asked directly) and says why it protects: how often each true answer sends it and the odds
+    it gives, recomputed here from the stored matrix, for every report each question can send."""
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == survey_slug))
+        questions = [
+            (
+                q.key,
+                np.array(q.design.matrix) if q.is_randomized_option else None,
+                q.mechanism(),
+                [o.label for o in q.options],
+                q.kind_entry.randomized and not q.mechanism().sampler().get("sampler") == "combined",
+            )
+            for q in survey.questions
+        ]
+    drawn = {key for key, _, _, _, is_drawn in questions if is_drawn}
+    assert drawn
+    rounds = max((len(matrix) for _, matrix, _, _, is_drawn in questions if is_drawn and matrix is not None), default=1)
+    for r in range(rounds):
+        data = {}
+        for key, matrix, mechanism, _labels, is_drawn in questions:
+            if matrix is not None:
+                sent_at_all = [row for row in range(len(matrix)) if matrix[row].max() > 0]
+                data[f"q_{key}"] = str(sent_at_all[r % len(sent_at_all)])
+            elif is_drawn:  # a randomized number: a report code of its domain
+                data[f"q_{key}"] = str(mechanism.reports.low + r)
+            else:
+                data[f"q_{key}"] = "0"
+        posted = client.post(f"/s/{survey_slug}", data=data)
+        assert posted.status_code == 303, posted.get_data(as_text=True)[:500]
+        # the session carries the randomized questions' reports only, and only until the page is shown
+        assert set(_session_payload(client)["sent"]["reports"]) == drawn
+        # the page's own fetch() of the redirect (Sec-Fetch-Dest: empty) leaves them for the page
+        fetched = client.get(f"/s/{survey_slug}/thanks", headers={"Sec-Fetch-Dest": "empty"})
+        assert 'id="what-was-sent"' not in fetched.get_data(as_text=True)
+        claims = claims_of(client, f"/s/{survey_slug}/thanks")
+        assert {key for key, claim in claims if claim == "sent"} == drawn
+        assert "sent" not in _session_payload(client)
+        for key, matrix, mechanism, labels, is_drawn in questions:
+            if not is_drawn:
+                continue
+            sentence = claims[(key, "sent")]
+            if matrix is None:  # a number: ε-LDP bounds the density ratio of any report
+                assert_odds_bound(sentence, math.exp(mechanism.epsilon), key)
+                continue
+            row = matrix[int(data[f"q_{key}"])]
+            assert sentence.startswith(f"“{labels[int(data[f'q_{key}'])].capitalize()}”"), sentence
+            figures = percents(sentence)
+            if row.min() == 0:  # a one-sided design's report: said, not bounded
+                assert "warning" in sentence, sentence
+                continue
+            expected = [row[0], row[1]] if len(row) == 2 and labels == ["yes", "no"] else [row.min(), row.max()]
+            close = [abs(f - p) <= 0.005 + 1e-12 for f, p in zip(figures, expected, strict=True)]
+            assert len(figures) == 2 and all(close), (key, sentence, expected)
+            assert_odds_bound(sentence, row.max() / row.min(), key)
+        # shown once
+        assert {claim for _, claim in claims_of(client, f"/s/{survey_slug}/thanks")} & {"sent"} == set()

@@ -246,10 +246,7 @@ def test_the_privacy_page_links_back_to_the_survey_at_its_top_and_its_foot(clien
 
 def test_a_direct_question_is_called_not_protected_once_above_and_by_its_badge(client, small_survey):
     words = _words(client.get("/s/small-test").get_data(as_text=True))
-    assert (
-        words.count("Asked directly") == 0
-        and words.count("Question 4 is not protected.") == 1
-    )
+    assert words.count("Asked directly") == 0 and words.count("Question 4 is not protected.") == 1
     assert words.count("Not protected Sent as you answer it.") == 1
 
 

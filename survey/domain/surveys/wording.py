@@ -334,8 +334,16 @@ SENT = {
         "than {odds} to 1."
     ),
     "number": N_(
-        "This number was drawn at random from yours: any true number could have led to it, and none of them "
-        "{odds} times more often than another."
+        "This number was drawn at random from yours: any true number could have led to it, so it favours no "
+        "guess about your number more than {odds} to 1."
+    ),
+    "gives_away": N_(
+        "“{report}” is sent only for people whose answer is “{answer}”: this is the answer the question's warning "
+        "said can be given away."
+    ),
+    "rules_out": N_(
+        "“{report}” is sent for {low} to {high} of people, depending on their answer: it is never sent for some "
+        "answers, as the question's warning said."
     ),
 }
 
@@ -348,6 +356,10 @@ def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "
     if not isinstance(mechanism, Mechanism):
         return SENT["number"].format(odds=odds_text(odds_bound(mechanism.epsilon)))
     row = mechanism.matrix[report]
+    if row.min() <= 0:  # a one-sided design's report that some answers never send: no odds to state
+        if _is_yes_no(mechanism):
+            return SENT["gives_away"].format(report=label, answer=mechanism.labels[int(row.argmax())])
+        return SENT["rules_out"].format(report=label, low=percent(row.min()), high=percent(row.max()))
     odds = odds_text(report_odds(mechanism, report))
     if _is_yes_no(mechanism):
         return SENT["yes_no"].format(report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds)

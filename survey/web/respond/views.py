@@ -14,8 +14,8 @@ from survey.domain.responses.codes import check_code, normalize
 from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
 from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
 from survey.domain.validation import parse_json
-from survey.privacy.designs import DESIGNS
 from survey.platform.extensions import csrf, db
+from survey.privacy.designs import DESIGNS
 
 from ..common import json_error, localized, say
 from . import bp
@@ -215,9 +215,8 @@ def thanks(slug: str):
     survey = _survey_or_404(slug)
     reports = _take_sent(slug)
     sent = sent_views(survey_page(survey), reports) if reports else []
-    response = Response(
-        render_template("respond/thanks.html", survey=survey, already_received=request.args.get("again") == "1", sent=sent)
-    )
+    again = request.args.get("again") == "1"
+    response = Response(render_template("respond/thanks.html", survey=survey, already_received=again, sent=sent))
     if sent:
         response.headers["Cache-Control"] = "private, no-store"
     return response
