@@ -28,12 +28,15 @@ import json
 import platform
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 import textstat
 
 PHONE = {"width": 390, "height": 844}
 TARGET_SURVEY_HEIGHT = 2000
+#: The survey page's height before, as the issue measured it.
+ISSUE_BEFORE = 2278
 
 #: The visible text of <main> (closed <details> hide their content from innerText), and of its top
 #: screen: every text node whose box starts above the fold.
@@ -77,8 +80,13 @@ def measure() -> dict[str, dict[str, float]]:
             for name, path in (("survey page", f"/s/{DEMO_SLUG}"), ("privacy page", f"/s/{DEMO_SLUG}/privacy")):
                 page.goto(base + path, wait_until="load")
                 found = page.evaluate(MEASURE)
+                opened = page.evaluate(
+                    "() => { document.querySelectorAll('main details').forEach(d => { d.open = true; });"
+                    " return document.querySelector('main').innerText; }"
+                )
                 results[name] = {
                     "words": words(found["text"]),
+                    "words, every details open": words(opened),
                     "height": found["height"],
                     "screens": round(found["height"] / PHONE["height"], 2),
                     "first screen words": words(found["firstScreen"]),
@@ -89,7 +97,15 @@ def measure() -> dict[str, dict[str, float]]:
     return results
 
 
-COLUMNS = ("words", "height", "screens", "first screen words", "reading ease", "first screen reading ease")
+COLUMNS = (
+    "words",
+    "words, every details open",
+    "height",
+    "screens",
+    "first screen words",
+    "reading ease",
+    "first screen reading ease",
+)
 
 
 def markdown(now: dict, before: dict | None) -> str:
@@ -97,26 +113,39 @@ def markdown(now: dict, before: dict | None) -> str:
         "# How much a respondent reads (`benchmarks/respondent_words.py`)",
         "",
         f"Chromium at {PHONE['width']} × {PHONE['height']} CSS px, every `<details>` closed; Python "
-        f"{platform.python_version()}, textstat {textstat.__version__ if hasattr(textstat, '__version__') else ''}.",
+        f"{platform.python_version()}, textstat {metadata.version('textstat')}.",
         "Words: the visible text of `<main>`. Screens: document height / 844. Reading ease: Flesch "
         "(higher is easier; 60–70 is plain English).",
         "",
-        "| page | measure | " + ("before | after |" if before else "now |"),
-        "|---|---|" + ("---:|---:|" if before else "---:|"),
+        "| page | measure | " + ("before | after | change |" if before else "now |"),
+        "|---|---|" + ("---:|---:|---:|" if before else "---:|"),
     ]
     for name, figures in now.items():
         for column in COLUMNS:
             row = f"| {name} | {column} | "
-            if before:
-                row += f"{before[name][column]} | "
-            lines.append(row + f"{figures[column]} |")
+            if before and column in before[name]:
+                change = (figures[column] - before[name][column]) / before[name][column] if before[name][column] else 0
+                row += f"{before[name][column]} | {figures[column]} | {change:+.0%} |"
+            elif before:
+                row += f"– | {figures[column]} | |"
+            else:
+                row += f"{figures[column]} |"
+            lines.append(row)
     height = now["survey page"]["height"]
     verdict = "met" if height <= TARGET_SURVEY_HEIGHT else "NOT met"
     lines += [
         "",
-        f"Target: the demo's survey page at most {TARGET_SURVEY_HEIGHT} px tall at 390 × 844: {height} px, {verdict}.",
-        "",
+        f"Target: the demo's survey page at most {TARGET_SURVEY_HEIGHT} px tall at 390 × 844: "
+        f"{height} px here, {verdict}.",
     ]
+    if before:
+        # the issue measured 2,278 px before on its machine (other fonts); the same change there
+        scaled = ISSUE_BEFORE * height / before["survey page"]["height"]
+        lines.append(
+            f"The issue measured {ISSUE_BEFORE:,} px before on its own machine (other fonts; "
+            f"{before['survey page']['height']:,} px here): the same change there gives about {scaled:,.0f} px."
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
