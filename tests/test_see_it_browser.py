@@ -136,7 +136,10 @@ def test_trying_the_randomizer_sends_nothing_keeps_nothing_and_draws_as_the_page
         mechanism = made["numbers"][key]
         lowest, highest = (float(mechanism.value_of(c)) for c in (mechanism.reports.low, mechanism.reports.high))
         assert lowest - 0.05 <= shown <= highest + 0.05
-        assert page.text_content(f"#try-{key} [data-try-tally]").startswith(f"{TRIES + 1} (last ")
+        assert page.text_content(f"#try-{key} [data-try-tally]") == str(TRIES + 1)
+        assert page.text_content(f"#try-{key} [data-try-recent]").split(", ")[0] == page.text_content(
+            f"#try-{key} [data-try-out]"
+        )
     assert requests == [], requests  # nothing was sent, not even a request for anything
     assert page.url == f"{base}/s/see-it"
     assert page.evaluate("localStorage.length + sessionStorage.length") == 0

@@ -55,7 +55,8 @@
         recent = recent.slice(0, 5);
         tries += 1;
         out.textContent = value;
-        tally.textContent = tries + " (last " + recent.join(", ") + ")";
+        tally.textContent = String(tries);
+        box.querySelector("[data-try-recent]").textContent = recent.join(", ");
       } else {
         var column = JSON.parse(fieldset.dataset.columns)[Number(answer.value)];
         var sent = label(answer, window.SurveyRandomizer.sample(column));
