@@ -271,7 +271,7 @@ def odds_text(ratio: float) -> str:
 #: every such design (what is sent may come from any answer) and then the bound, as odds.
 LINES = {
     "options": N_("Hidden by chance: what is sent favours no answer more than {odds} to 1."),
-    "number": N_("Hidden by chance: what is sent favours no guess about your number more than {odds} to 1."),
+    "numeric": N_("Hidden by chance: what is sent favours no guess about your number more than {odds} to 1."),
     "combined": N_("Hidden by a second question: your answer favours neither “yes” nor “no” more than {odds} to 1."),
 }
 
@@ -287,7 +287,7 @@ def deniability_line(mechanism: Mechanism | Randomizer) -> str:
     away gets the full warning instead."""
     odds = odds_text(odds_bound(mechanism.epsilon))
     if not isinstance(mechanism, Mechanism):  # a number mechanism: ε-LDP bounds any statement about it
-        return LINES["number"].format(odds=odds)
+        return LINES["numeric"].format(odds=odds)
     exposed, _, _ = _belief_bounds(mechanism, 0.5)
     if exposed is not None:
         return _warning(exposed)
@@ -325,15 +325,15 @@ def total_deniability_sentence(epsilon: float) -> str:
 
 #: After sending: what was sent for one question, and why it does not give the answer away.
 SENT = {
-    "yes_no": N_(
+    "two_answers": N_(
         "“{report}” is sent for {if_yes} of people whose answer is “yes” and {if_no} of people whose answer is "
         "“no”, so it favours neither more than {odds} to 1."
     ),
-    "choice": N_(
+    "many_answers": N_(
         "“{report}” is sent for {low} to {high} of people, whatever their answer, so it favours no answer more "
         "than {odds} to 1."
     ),
-    "number": N_(
+    "numeric": N_(
         "This number was drawn at random from yours: any true number could have led to it, so it favours no "
         "guess about your number more than {odds} to 1."
     ),
@@ -354,7 +354,7 @@ def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "
     for this very report (:func:`~survey.privacy.deniability.report_odds`); for a number, the ε-LDP
     bound on the density of any report."""
     if not isinstance(mechanism, Mechanism):
-        return SENT["number"].format(odds=odds_text(odds_bound(mechanism.epsilon)))
+        return SENT["numeric"].format(odds=odds_text(odds_bound(mechanism.epsilon)))
     row = mechanism.matrix[report]
     if row.min() <= 0:  # a one-sided design's report that some answers never send: no odds to state
         if _is_yes_no(mechanism):
@@ -362,8 +362,8 @@ def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "
         return SENT["rules_out"].format(report=label, low=percent(row.min()), high=percent(row.max()))
     odds = odds_text(report_odds(mechanism, report))
     if _is_yes_no(mechanism):
-        return SENT["yes_no"].format(report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds)
-    return SENT["choice"].format(report=label, low=percent(row.min()), high=percent(row.max()), odds=odds)
+        return SENT["two_answers"].format(report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds)
+    return SENT["many_answers"].format(report=label, low=percent(row.min()), high=percent(row.max()), odds=odds)
 
 
 def _at_most(belief: float) -> str:
