@@ -35,7 +35,7 @@ from survey.platform.extensions import db
 
 from .live import PHONE, live_site
 from .pages import axe_violations, inverse_cdf, session_cookie_payload, tick_answers
-from .test_privacy_network import QUESTIONS
+from .surveys import EVERY_DESIGN_QUESTIONS as QUESTIONS
 
 #: by link (memoized), and on shared devices
 SURVEYS = {"see-it": False, "see-it-shared": True}
