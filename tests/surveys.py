@@ -136,3 +136,53 @@ def make_codes(signed_in, n: int, slug: str = "small-test") -> list[dict[str, st
     response = signed_in.get(f"/surveys/{slug}/invitations.csv")
     assert response.status_code == 200
     return list(csv.DictReader(io.StringIO(text(response))))
+
+
+#: A question of every design (coin flip, Warner, unrelated question, GRR on yes/no and on five options,
+#: forced response, a one-sided coin flip, a randomized number) and one asked directly: what
+#: tests/test_privacy_network.py and tests/test_see_it_browser.py answer in a real browser.
+EVERY_DESIGN_QUESTIONS = [
+    {
+        "key": "coin",
+        "kind": "yes_no",
+        "text": "Coin flip?",
+        "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
+    },
+    {"key": "warner", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": 0.75}},
+    {
+        "key": "unrelated",
+        "kind": "yes_no",
+        "text": "Unrelated question?",
+        "privacy": {"design": "unrelated_question", "sensitive_probability": 0.6, "unrelated_yes_rate": 0.3},
+    },
+    {"key": "grr_yes_no", "kind": "yes_no", "text": "GRR on yes/no?", "privacy": {"design": "grr", "epsilon": 1.5}},
+    {
+        "key": "grr_five",
+        "kind": "choice",
+        "text": "GRR on five options?",
+        "options": ["never", "once", "sometimes", "often", "always"],
+        "privacy": {"design": "grr", "truth_probability": 0.5},
+    },
+    {
+        "key": "forced",
+        "kind": "choice",
+        "text": "Forced response?",
+        "options": ["a", "b", "c"],
+        "privacy": {"design": "forced_response", "forced": [0.1, 0.15, 0.05]},
+    },
+    {
+        "key": "one_sided",
+        "kind": "yes_no",
+        "text": "One-sided coin flip?",
+        "privacy": {"design": "coin_flip", "truth_probability": 0.6, "yes_probability": 1.0, "allow_one_sided": True},
+    },
+    {"key": "direct", "kind": "direct", "text": "Asked directly?", "options": ["x", "y", "z"]},
+    {
+        "key": "drinks",
+        "kind": "rr_number",
+        "text": "Drinks last week?",
+        "minimum": 0,
+        "maximum": 30,
+        "privacy": {"design": "hybrid", "epsilon": 1.0},
+    },
+]

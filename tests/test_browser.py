@@ -788,7 +788,7 @@ def test_each_question_has_one_short_line_and_its_details_a_tap_away(live_server
     question = page.locator("#question-harassment")
     line = question.locator("[data-claim='deniability']")
     expect(line).to_be_visible()
-    expect(line).to_have_text(re.compile(r"^Someone 50% sure of your answer could become at most \d+% sure\.$"))
+    expect(line).to_have_text(re.compile(r"^Hidden by chance: what is sent favours no answer more than [\d.]+ to 1\.$"))
     description = question.locator("[data-claim='description']")
     epsilon = question.locator("[data-claim='epsilon']")
     expect(description).to_be_hidden()

@@ -40,55 +40,12 @@ from survey.web.respond.page import survey_page
 
 from .live import live_site, log_lines
 from .pages import STORAGE_KEY, reference_number_report, reference_report, tick_answers
-from .surveys import SMALL_SPEC, add_survey
+from .surveys import EVERY_DESIGN_QUESTIONS, SMALL_SPEC, add_survey
 
 SUBMISSIONS_PER_MODE = 30
 
-QUESTIONS = [
-    {
-        "key": "coin",
-        "kind": "yes_no",
-        "text": "Coin flip?",
-        "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5},
-    },
-    {"key": "warner", "kind": "yes_no", "text": "Mirrored?", "privacy": {"design": "warner", "p": 0.75}},
-    {
-        "key": "unrelated",
-        "kind": "yes_no",
-        "text": "Unrelated question?",
-        "privacy": {"design": "unrelated_question", "sensitive_probability": 0.6, "unrelated_yes_rate": 0.3},
-    },
-    {"key": "grr_yes_no", "kind": "yes_no", "text": "GRR on yes/no?", "privacy": {"design": "grr", "epsilon": 1.5}},
-    {
-        "key": "grr_five",
-        "kind": "choice",
-        "text": "GRR on five options?",
-        "options": ["never", "once", "sometimes", "often", "always"],
-        "privacy": {"design": "grr", "truth_probability": 0.5},
-    },
-    {
-        "key": "forced",
-        "kind": "choice",
-        "text": "Forced response?",
-        "options": ["a", "b", "c"],
-        "privacy": {"design": "forced_response", "forced": [0.1, 0.15, 0.05]},
-    },
-    {
-        "key": "one_sided",
-        "kind": "yes_no",
-        "text": "One-sided coin flip?",
-        "privacy": {"design": "coin_flip", "truth_probability": 0.6, "yes_probability": 1.0, "allow_one_sided": True},
-    },
-    {"key": "direct", "kind": "direct", "text": "Asked directly?", "options": ["x", "y", "z"]},
-    {
-        "key": "drinks",
-        "kind": "rr_number",
-        "text": "Drinks last week?",
-        "minimum": 0,
-        "maximum": 30,
-        "privacy": {"design": "hybrid", "epsilon": 1.0},
-    },
-]
+QUESTIONS = EVERY_DESIGN_QUESTIONS
+
 #: What the respondents type for the randomized number: decimals (so that no report code, a whole
 #: number, can be mistaken for one), inside and outside the range (the browser clamps).
 TYPED = ["4.75", "12.5", "29.125", "0.625", "31.5", "-2.25", "17.375"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import ROUND_CEILING, Decimal
 from html.parser import HTMLParser
 
 import numpy as np
@@ -103,6 +104,45 @@ def percents(sentence: str) -> list[float]:
     return [float(x) / 100 for x in re.findall(r"(\d+(?:\.\d+)?)%", sentence)]
 
 
+def odds(sentence: str) -> float:
+    """The N of the one "N to 1" a sentence states."""
+    found = re.findall(r"([\d,]+(?:\.\d+)?) to 1\b", sentence)
+    assert len(found) == 1, sentence
+    return float(found[0].replace(",", ""))
+
+
+def ceiling_two_figures(x: float) -> float:
+    """The smallest number of two significant figures that is at least ``x`` (written out here with
+    Decimal, not taken from the app): what a bound "N to 1" must show for a true ratio ``x``."""
+    exact = Decimal(repr(float(x)))
+    exponent = exact.adjusted() - 1  # keep two significant figures
+    step = Decimal(1).scaleb(exponent)
+    shown = (exact / step).to_integral_value(rounding=ROUND_CEILING) * step
+    # the shown N is at least x, and no more than one unit of its last figure above it
+    return float(shown)
+
+
+def assert_odds_bound(sentence: str, ratio: float, what) -> None:
+    """``sentence`` bounds a likelihood ratio ``ratio`` by "N to 1": never below it, and rounded up
+    by less than one unit of N's second figure (a float ratio like 3.0000000000000004 may show 3)."""
+    shown = odds(sentence)
+    assert shown >= ratio * (1 - 1e-9), (what, sentence, ratio)
+    assert shown <= ceiling_two_figures(ratio * (1 - 1e-9)), (what, sentence, ratio)
+
+
+def largest_ratio(matrix: np.ndarray) -> float:
+    """How strongly any report of ``matrix`` can favour one true answer over another: the largest
+    P(report | a) / P(report | b) over every report sent at all and every pair of answers."""
+    ratio = 1.0
+    for row in matrix:
+        if row.max() == 0:
+            continue
+        for a in range(matrix.shape[1]):
+            for b in range(matrix.shape[1]):
+                ratio = max(ratio, math.inf if row[b] == 0 else row[a] / row[b])
+    return ratio
+
+
 def belief_range(matrix: np.ndarray, answer: int, prior: float = 0.5) -> tuple[float, float]:
     """How low and how high an observer who gave ``answer`` the ``prior`` can come to believe in it
     after any report, with the rest of the prior on whichever other answer moves the belief most
@@ -156,9 +196,8 @@ def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
     for key, epsilon in numbers.items():
         total += epsilon
         assert claims[(key, "epsilon")] == f"{epsilon:.2f}", key
-        bound = 0.5 * math.exp(epsilon) / (0.5 * math.exp(epsilon) + 0.5)
-        figures = percents(claims[(key, "deniability")])
-        assert figures[0] == pytest.approx(0.5) and bound <= figures[1] <= bound + 0.01, key
+        # ε-LDP: the density of any report under two true numbers differs at most e^ε-fold
+        assert_odds_bound(claims[(key, "deniability")], math.exp(epsilon), key)
     for key, matrix in matrices.items():
         # ε from the stored matrix, computed here: the largest log-ratio within a reported row
         with np.errstate(divide="ignore"):
@@ -172,15 +211,11 @@ def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
             assert sentence.startswith("Warning:"), (key, sentence)
             continue
         assert not sentence.startswith("Warning")
-        figures = percents(sentence)
-        assert figures[0] == pytest.approx(0.5)  # the prior the sentence starts from
-        # the line's one bound holds whichever the answer: the highest over the answers (a lopsided
-        # design protects a "no" less than a "yes", and the line must not promise the "yes" figure)
-        high = max(high for _, high in ranges)
-        if "almost 100%" in sentence:
-            assert high > 0.99, (key, sentence)
-        else:  # "at most": never below the bound, and at most the last digit shown above it
-            assert high <= figures[1] <= high + 0.01, (key, sentence, high)
+        assert sentence.startswith("Hidden by"), sentence  # what is true of every such design comes first
+        # the line's one bound holds whichever the answer and the report: the largest ratio of the
+        # matrix (a lopsided design favours a "no" more than a "yes", and the line must not promise
+        # the "yes" figure)
+        assert_odds_bound(sentence, largest_ratio(matrix), key)
     shown_total = claims[("", "total-epsilon")]
     assert shown_total == ("∞" if math.isinf(total) else f"{total:.2f}")
     sentence = claims[("", "total-deniability")]
@@ -188,14 +223,7 @@ def test_every_figure_a_respondent_is_shown_is_true(app, client, survey_slug):
         assert "no overall limit" in sentence
     else:
         # ε-DP over all the answers: the odds of any statement grow at most e^ε-fold
-        parts = sentence.split(";")
-        for prior, part in zip((0.5, 0.1), parts, strict=True):
-            bound = prior * math.exp(total) / (prior * math.exp(total) + 1 - prior)
-            if "almost 100%" in part:
-                assert bound > 0.99, sentence
-            else:
-                shown = percents(part)[-1]
-                assert bound <= shown <= bound + 0.01, sentence
+        assert_odds_bound(sentence, math.exp(total), "total")
 
 
 def test_no_page_promises_more_secrecy_than_randomized_response_gives(app, client, survey_slug):
@@ -235,3 +263,70 @@ def test_the_words_for_a_design_count_the_other_answers_right(labels):
     assert ("the other answer" in words) == (len(labels) == 2), words
     if len(labels) > 2:
         assert f"one of the other {len(labels) - 1} options" in words
+
+
+def _session_payload(client) -> dict:
+    from .pages import session_cookie_payload
+
+    cookie = client.get_cookie("session")
+    return session_cookie_payload(cookie.value) if cookie is not None else {}
+
+
+def test_what_the_thank_you_page_says_was_sent_is_the_report_and_true(app, client, survey_slug):
+    """Right after a sending, the thank-you page names each randomized question's report (never an
+    answer asked directly) and says why it protects: how often each true answer sends it and the odds
+    it gives, recomputed here from the stored matrix, for every report each question can send."""
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == survey_slug))
+        questions = [
+            (
+                q.key,
+                np.array(q.design.matrix) if q.is_randomized_option else None,
+                q.mechanism(),
+                [o.label for o in q.options],
+                q.kind_entry.randomized and not q.mechanism().sampler().get("sampler") == "combined",
+            )
+            for q in survey.questions
+        ]
+    drawn = {key for key, _, _, _, is_drawn in questions if is_drawn}
+    assert drawn
+    rounds = max((len(matrix) for _, matrix, _, _, is_drawn in questions if is_drawn and matrix is not None), default=1)
+    for r in range(rounds):
+        data = {}
+        for key, matrix, mechanism, _labels, is_drawn in questions:
+            if matrix is not None:
+                sent_at_all = [row for row in range(len(matrix)) if matrix[row].max() > 0]
+                data[f"q_{key}"] = str(sent_at_all[r % len(sent_at_all)])
+            elif is_drawn:  # a randomized number: a report code of its domain
+                data[f"q_{key}"] = str(mechanism.reports.low + r)
+            else:
+                data[f"q_{key}"] = "0"
+        posted = client.post(f"/s/{survey_slug}", data=data)
+        assert posted.status_code == 303, posted.get_data(as_text=True)[:500]
+        # the session carries the randomized questions' reports only, and only until the page is shown
+        assert set(_session_payload(client)["sent"]["reports"]) == drawn
+        # the page's own fetch() of the redirect (Sec-Fetch-Dest: empty) leaves them for the page
+        fetched = client.get(f"/s/{survey_slug}/thanks", headers={"Sec-Fetch-Dest": "empty"})
+        assert 'id="what-was-sent"' not in fetched.get_data(as_text=True)
+        claims = claims_of(client, f"/s/{survey_slug}/thanks")
+        assert {key for key, claim in claims if claim == "sent"} == drawn
+        assert "sent" not in _session_payload(client)
+        for key, matrix, mechanism, labels, is_drawn in questions:
+            if not is_drawn:
+                continue
+            sentence = claims[(key, "sent")]
+            if matrix is None:  # a number: ε-LDP bounds the density ratio of any report
+                assert_odds_bound(sentence, math.exp(mechanism.epsilon), key)
+                continue
+            row = matrix[int(data[f"q_{key}"])]
+            assert sentence.startswith(f"“{labels[int(data[f'q_{key}'])].capitalize()}”"), sentence
+            figures = percents(sentence)
+            if row.min() == 0:  # a one-sided design's report: said, not bounded
+                assert "warning" in sentence, sentence
+                continue
+            expected = [row[0], row[1]] if len(row) == 2 and labels == ["yes", "no"] else [row.min(), row.max()]
+            close = [abs(f - p) <= 0.005 + 1e-12 for f, p in zip(figures, expected, strict=True)]
+            assert len(figures) == 2 and all(close), (key, sentence, expected)
+            assert_odds_bound(sentence, row.max() / row.min(), key)
+        # shown once
+        assert {claim for _, claim in claims_of(client, f"/s/{survey_slug}/thanks")} & {"sent"} == set()

@@ -476,6 +476,7 @@ def test_the_new_states_are_accessible_and_run_under_the_content_security_policy
     expect(page.locator("#next-respondent")).to_be_visible()
     check()
     page.goto(f"{base}/s/clinic-codes/privacy")
+    page.click("#questions-part > summary")  # under a heading to open
     expect(page.locator("#questions-for-invitees")).to_be_visible()
     check()
     assert not blocked, blocked

@@ -2,7 +2,9 @@
 
 Pages translate ε into "someone who was 50% sure you answered yes can become at most 75% sure"
 (docs/statistics.md §3: Bayes' rule with every report's likelihood ratio at most e^ε); organizers
-pick a privacy level from that sentence, not from the number.
+pick a privacy level from that sentence, not from the number. Respondents read the same bound as
+odds: what is sent "favours one answer over another at most 3 to 1" (:func:`odds_bound`, and
+:func:`report_odds` for the one report their browser actually sent).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 
 from .mechanisms import Mechanism
 
-__all__ = ["highest_posterior", "mechanism_posterior_bounds", "posterior_bounds"]
+__all__ = ["highest_posterior", "mechanism_posterior_bounds", "odds_bound", "posterior_bounds", "report_odds"]
 
 
 def _check_prior(prior: float) -> float:
@@ -110,3 +112,35 @@ def highest_posterior(mechanism: Mechanism, prior: float = 0.5) -> float:
         posterior = np.where(denominator > 0, prior * q / denominator, prior)
     # the other alternative (the largest) only ever lowers the belief: it bounds from below
     return float(max(0.0, posterior[produced].max(initial=0.0)))
+
+
+def odds_bound(epsilon: float) -> float:
+    """How strongly any one report can favour one true answer over another: at most e^ε to 1.
+
+    This is the likelihood ratio ε-privacy bounds, P(report | a) / P(report | b) ≤ e^ε for every
+    report and answers a, b; an observer who held a and b equally likely ends at odds of at most
+    e^ε to 1 (the 75% of :func:`posterior_bounds` at ε = ln 3 is odds of 3 to 1)::
+
+        >>> round(odds_bound(math.log(3)), 9)
+        3.0
+    """
+    epsilon = float(epsilon)
+    if math.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be 0 or more, got {epsilon!r}")
+    return math.inf if math.isinf(epsilon) else math.exp(epsilon)
+
+
+def report_odds(mechanism: Mechanism, report: int) -> float:
+    """How strongly the one report ``report`` favours one true answer over another: the largest
+    ratio of its probabilities under two answers (its row of the matrix), inf when some answer
+    cannot produce it. At most :func:`odds_bound` of the mechanism's ε, often less::
+
+        >>> from survey.privacy import CoinFlip
+        >>> seed = CoinFlip(truth_probability=0.5, yes_probability=0.5)
+        >>> [round(report_odds(seed, r), 9) for r in (0, 1)]
+        [3.0, 3.0]
+    """
+    row = np.asarray(mechanism.matrix)[report]
+    if row.max() <= 0:
+        raise ValueError(f"report {report} is never sent by this design")
+    return math.inf if row.min() <= 0 else float(row.max() / row.min())

@@ -100,5 +100,46 @@
     return out;
   }
 
-  global.SurveyNumbers = Object.freeze({ normalize: normalize, draw: draw, toCode: toCode, report: report, reports: reports });
+  // What a number sampler may carry besides its name (survey/privacy/numeric.py, sampler()): each
+  // one a data- attribute of the question's fieldset holding JSON.
+  var CONSTANTS = [
+    "low",
+    "high",
+    "origin",
+    "step",
+    "scale",
+    "bound",
+    "inside_density",
+    "outside_density",
+    "piecewise_share",
+    "piecewise",
+    "duchi",
+  ];
+
+  /* A question's sampler from its fieldset's data- attributes (respond.js to send, try.js to try). */
+  function samplerFrom(dataset) {
+    var sampler = { sampler: dataset.sampler };
+    CONSTANTS.forEach(function (name) {
+      if (Object.prototype.hasOwnProperty.call(dataset, name)) {
+        sampler[name] = JSON.parse(dataset[name]);
+      }
+    });
+    return sampler;
+  }
+
+  /* The number a code stands for, in the question's units (numeric.py's value_of): for showing it. */
+  function valueOf(sampler, code) {
+    var half = (sampler.high - sampler.low) / 2;
+    return (sampler.high + sampler.low) / 2 + half * (sampler.origin + sampler.step * code);
+  }
+
+  global.SurveyNumbers = Object.freeze({
+    normalize: normalize,
+    draw: draw,
+    toCode: toCode,
+    report: report,
+    reports: reports,
+    samplerFrom: samplerFrom,
+    valueOf: valueOf,
+  });
 })(window);

@@ -162,35 +162,13 @@
     return JSON.parse(fieldset.dataset.columns)[trueCode];
   }
 
-  // What a number sampler may carry besides its name (survey/privacy/numeric.py, sampler()): each
-  // one a data- attribute holding JSON.
-  var NUMBER_CONSTANTS = [
-    "low",
-    "high",
-    "origin",
-    "step",
-    "scale",
-    "bound",
-    "inside_density",
-    "outside_density",
-    "piecewise_share",
-    "piecewise",
-    "duchi",
-  ];
-
   /* A randomized number's sampler, from the fieldset's data- attributes (numbers.js refuses a
      sampler it does not know, so the caller says the answers could not be randomized). */
   function numberSampler(fieldset) {
     if (!fieldset.hasAttribute("data-number") || !window.SurveyNumbers) {
       throw new Error("unknown sampler: " + fieldset.dataset.sampler);
     }
-    var sampler = { sampler: fieldset.dataset.sampler };
-    NUMBER_CONSTANTS.forEach(function (name) {
-      if (Object.prototype.hasOwnProperty.call(fieldset.dataset, name)) {
-        sampler[name] = JSON.parse(fieldset.dataset[name]);
-      }
-    });
-    return sampler;
+    return window.SurveyNumbers.samplerFrom(fieldset.dataset);
   }
 
   /* A fresh report for [fieldset, true answer]: a code drawn from the matrix's column for a true
@@ -436,7 +414,7 @@
     });
     if (invalid.length > 0) {
       say("alert", "A number is outside what the question accepts; it is marked below.");
-      invalid[0].querySelector("input").focus();
+      invalid[0].querySelector("input:not([data-try])").focus();
       return;
     }
     if (missing.length > 0) {
@@ -446,7 +424,7 @@
           ? "One required question has no answer yet; it is marked below."
           : missing.length + " required questions have no answer yet; they are marked below."
       );
-      missing[0].querySelector("input").focus();
+      missing[0].querySelector("input:not([data-try])").focus();
       return;
     }
     sending = true;

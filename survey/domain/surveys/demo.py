@@ -96,7 +96,6 @@ DEMO_SPEC: dict[str, Any] = {
             "key": "drinks_last_week",
             "kind": "rr_number",
             "text": "How many alcoholic drinks did you have in the last seven days?",
-            "help_text": "Type the number as it is: your browser randomizes it before anything is sent.",
             "minimum": 0,
             "maximum": 30,
             "privacy": {"design": "hybrid", "epsilon": 1.0},

@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable
 
 from survey.domain.messages import N_
-from survey.privacy import Mechanism, mechanism_posterior_bounds, posterior_bounds
-from survey.privacy.deniability import highest_posterior
+from survey.privacy import Mechanism, Randomizer, mechanism_posterior_bounds, posterior_bounds
+from survey.privacy.deniability import highest_posterior, odds_bound, report_odds
+from survey.privacy.designs import DESIGNS
 
 
 def percent(x: float) -> str:
@@ -208,14 +209,21 @@ def _belief_bounds(mechanism: Mechanism, prior: float) -> tuple[str | None, floa
     return ("" if high >= 1.0 - 1e-12 else None), high, None
 
 
+WARNINGS = {
+    "some": N_("Warning: some options are not protected: what is sent can reveal them."),
+    "yes": N_(
+        "Warning: only a “no” is protected. Some of what your browser sends can only come from a true “yes”, "
+        "so a “yes” can be given away."
+    ),
+    "no": N_(
+        "Warning: only a “yes” is protected. Some of what your browser sends can only come from a true “no”, "
+        "so a “no” can be given away."
+    ),
+}
+
+
 def _warning(exposed: str) -> str:
-    if exposed == "":
-        return "Warning: some options are not protected: what is sent can reveal them."
-    safe = "no" if exposed == "yes" else "yes"
-    return (
-        f"Warning: only a “{safe}” is protected. Some of what your browser sends can only come from "
-        f"a true “{exposed}”, so a “{exposed}” can be given away."
-    )
+    return WARNINGS[exposed or "some"]
 
 
 def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
@@ -243,40 +251,119 @@ def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
     )
 
 
-def deniability_line(mechanism: Mechanism, prior: float = 0.5) -> str:
-    """The one short line a respondent reads under a question: how sure what is sent could make
-    someone who was ``prior`` sure of the answer, whichever answer it is (the highest bound over the
-    answers, so that a “no” is never promised more than it gets). The page says once, above the
-    questions, that the line is about what is sent. A design that can give an answer away gets the
-    full warning of :func:`deniability_sentence`."""
-    if not isinstance(mechanism, Mechanism):  # a number mechanism: the ε-LDP bound on any statement
-        high = posterior_bounds(mechanism.epsilon, prior)[1]
-        return f"Someone {percent(prior)} sure of anything about your number could become {_at_most(high)} sure."
-    exposed, _, _ = _belief_bounds(mechanism, prior)
+def odds_text(ratio: float) -> str:
+    """A likelihood ratio as the "N" of "at most N to 1", rounded *up* to two significant figures
+    (so that the bound stays true) and written with thousands separators: 3, 2.8, 21, 3,300.
+
+    >>> [odds_text(x) for x in (3.0000000000000004, 2.718281828, 20.09, 3294.5, 1.0)]
+    ['3', '2.8', '21', '3,300', '1']
+    """
+    if math.isinf(ratio):
+        return "∞"
+    digits = max(0, 1 - math.floor(math.log10(ratio)))  # decimals that keep two significant figures
+    scale = 10.0 ** (1 - math.floor(math.log10(ratio)))
+    shown = math.ceil(ratio * scale * (1 - 1e-12)) / scale
+    text = f"{shown:,.{digits}f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+#: The one line under a randomized question, by what its answer is. Each says what is true for
+#: every such design (what is sent may come from any answer) and then the bound, as odds.
+LINES = {
+    "options": N_("Hidden by chance: what is sent favours no answer more than {odds} to 1."),
+    "numeric": N_("Hidden by chance: what is sent favours no guess about your number more than {odds} to 1."),
+    "combined": N_("Hidden by a second question: your answer favours neither “yes” nor “no” more than {odds} to 1."),
+}
+
+
+def _is_yes_no(mechanism: Mechanism) -> bool:
+    return mechanism.k == 2 and tuple(mechanism.labels) == ("yes", "no")
+
+
+def deniability_line(mechanism: Mechanism | Randomizer) -> str:
+    """The one short line a respondent reads under a question: that what is sent is hidden by chance,
+    and how strongly it can favour one answer over another (e^ε to 1, whichever answer and report:
+    the bound of :func:`~survey.privacy.deniability.odds_bound`). A design that can give an answer
+    away gets the full warning instead."""
+    odds = odds_text(odds_bound(mechanism.epsilon))
+    if not isinstance(mechanism, Mechanism):  # a number mechanism: ε-LDP bounds any statement about it
+        return LINES["numeric"].format(odds=odds)
+    exposed, _, _ = _belief_bounds(mechanism, 0.5)
     if exposed is not None:
         return _warning(exposed)
-    high = highest_posterior(mechanism, prior)
-    return f"Someone {percent(prior)} sure of your answer could become {_at_most(high)} sure."
+    design = DESIGNS.get(mechanism.design)
+    if design is not None and design.combined:
+        return LINES["combined"].format(odds=odds)
+    return LINES["options"].format(odds=odds)
+
+
+TOTAL = {
+    "none": N_("No question in this survey is randomized, so no answer is protected by randomization."),
+    "unbounded": N_(
+        "At least one question protects only some of its answers, so there is no overall limit: what your "
+        "browser sends for that question can give the others away."
+    ),
+    "bounded": N_(
+        "Each answer is hidden on its own. Answers that go together can add up: everything sent for you, taken "
+        "together, favours no statement about your answers more than {odds} to 1."
+    ),
+}
 
 
 def total_deniability_sentence(epsilon: float) -> str:
-    """What a survey's total ε means: how far everything one respondent sends can move a belief.
+    """What a survey's total ε means: how far everything one respondent sends can favour a statement.
 
     With ε-differential privacy over all the randomized answers together, the odds of any statement
     about a respondent's true answers can grow at most e^ε-fold, whatever an observer knew before.
     """
     if epsilon <= 0:
-        return "No question in this survey is randomized, so no answer is protected by randomization."
+        return TOTAL["none"]
     if math.isinf(epsilon):
-        return (
-            "At least one question protects only some of its answers, so there is no overall limit: what your "
-            "browser sends for that question can give the others away."
-        )
-    even, rare = (_at_most(posterior_bounds(epsilon, prior)[1]) for prior in (0.5, 0.1))
-    return (
-        f"Everything sent together could make someone {percent(0.5)} sure of something about your answers "
-        f"{even} sure; someone {percent(0.1)} sure, {rare} sure."
-    )
+        return TOTAL["unbounded"]
+    return TOTAL["bounded"].format(odds=odds_text(odds_bound(epsilon)))
+
+
+#: After sending: what was sent for one question, and why it does not give the answer away.
+SENT = {
+    "two_answers": N_(
+        "“{report}” is sent for {if_yes} of people whose answer is “yes” and {if_no} of people whose answer is "
+        "“no”, so it favours neither more than {odds} to 1."
+    ),
+    "many_answers": N_(
+        "“{report}” is sent for {low} to {high} of people, whatever their answer, so it favours no answer more "
+        "than {odds} to 1."
+    ),
+    "numeric": N_(
+        "This number was drawn at random from yours: any true number could have led to it, so it favours no "
+        "guess about your number more than {odds} to 1."
+    ),
+    "gives_away": N_(
+        "“{report}” is sent only for people whose answer is “{answer}”: this is the answer the question's warning "
+        "said can be given away."
+    ),
+    "rules_out": N_(
+        "“{report}” is sent for {low} to {high} of people, depending on their answer: it is never sent for some "
+        "answers, as the question's warning said."
+    ),
+}
+
+
+def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "") -> str:
+    """Why the report ``report`` (shown as ``label``) that was sent for a respondent protects them:
+    how often each true answer leads to it (its row of the matrix) and the odds it gives, computed
+    for this very report (:func:`~survey.privacy.deniability.report_odds`); for a number, the ε-LDP
+    bound on the density of any report."""
+    if not isinstance(mechanism, Mechanism):
+        return SENT["numeric"].format(odds=odds_text(odds_bound(mechanism.epsilon)))
+    row = mechanism.matrix[report]
+    if row.min() <= 0:  # a one-sided design's report that some answers never send: no odds to state
+        if _is_yes_no(mechanism):
+            return SENT["gives_away"].format(report=label, answer=mechanism.labels[int(row.argmax())])
+        return SENT["rules_out"].format(report=label, low=percent(row.min()), high=percent(row.max()))
+    odds = odds_text(report_odds(mechanism, report))
+    if _is_yes_no(mechanism):
+        return SENT["two_answers"].format(report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds)
+    return SENT["many_answers"].format(report=label, low=percent(row.min()), high=percent(row.max()), odds=odds)
 
 
 def _at_most(belief: float) -> str:

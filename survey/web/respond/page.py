@@ -22,6 +22,7 @@ from survey.domain.surveys.wording import (
     deniability_line,
     describe_design,
     epsilon_text,
+    sent_sentence,
     total_deniability_sentence,
 )
 from survey.privacy import Mechanism, Randomizer
@@ -179,6 +180,43 @@ class SurveyPage:
     def number(self, view: QuestionView) -> int:
         """The question's number as the page shows it (from 1)."""
         return self.questions.index(view) + 1
+
+
+@dataclass
+class SentView:
+    """What was sent for one randomized question, shown on the thank-you page right after sending:
+    the report (never the true answer, which never reached the server) and why it protects."""
+
+    number: int
+    question: QuestionView
+    #: The report as shown: an option's label, or a number in the question's units.
+    shown: str
+    #: Why it does not give the answer away, computed for this very report.
+    why: str
+
+
+def _number_text(x: float) -> str:
+    """A reported number as the page shows it: at most one decimal (as try.js shows a try)."""
+    text = f"{round(float(x), 1):g}"
+    return "0" if text == "-0" else text
+
+
+def sent_views(page: SurveyPage, reports: dict[str, int]) -> list[SentView]:
+    """The thank-you page's "what was sent for you": for each question whose report the browser drew,
+    in page order, the report received (``reports``: question key → reported code, as stored)."""
+    views = []
+    for q in page.drawn:
+        code = reports.get(q.key)
+        if code is None:  # not answered (an optional question)
+            continue
+        if isinstance(q.mechanism, Mechanism):
+            label = option_label(dict(q.options).get(code, str(code)))
+            why = sent_sentence(q.mechanism, code, label)
+        else:
+            label = _number_text(q.mechanism.value_of(code))
+            why = sent_sentence(q.mechanism, code)
+        views.append(SentView(page.number(q), q, label, why))
+    return views
 
 
 def sampler_attributes(mechanism: Randomizer) -> dict[str, str]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, abort, g, redirect, render_template, request, url_for
+from flask import Response, abort, g, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
@@ -10,16 +10,21 @@ from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
+from survey.domain.responses.submissions import SubmissionForm
 from survey.platform.extensions import csrf, db
+from survey.privacy.designs import DESIGNS
 
 from .. import submitting
 from ..common import localized, say
 from . import bp
-from .page import contact_href, option_label, survey_page
+from .page import contact_href, option_label, sent_views, survey_page
 
 FIELD_PREFIX = "q_"
 #: Form fields that are not answers.
 NOT_ANSWERS = ("csrf_token", "invitation", "submission_key")
+#: The session's entry that carries what was sent for the randomized questions from the form post to
+#: the thank-you page, once (see :func:`_remember_sent`).
+SENT = "sent"
 
 
 def _survey_or_404(slug: str) -> Survey:
@@ -86,7 +91,47 @@ def _no_store_with_a_code(response: Response) -> Response:
 
 @bp.get("/s/<slug>")
 def show(slug: str):
+    if SENT in session:  # a new filling: nothing of an earlier one's reports stays in the cookie
+        session.pop(SENT)
     return _render_form(_survey_or_404(slug), invitation=request.args.get("code", ""))
+
+
+def _remember_sent(form: SubmissionForm, answers: dict[str, Any]) -> None:
+    """Keep, for the thank-you page, the reports just stored for the questions whose report the
+    browser drew (never an answer asked directly, nor a combined question's answer, both of which
+    are the respondent's own).
+
+    Why here and in the session: the thank-you page should show what was sent *as the server
+    received it*, and nothing may be left in a shared device's browser. The true answer never
+    reached the server, so it cannot be here. The page that drew the reports forgets them when it
+    goes (and on a shared device it is cleared and leaves the history), the receipt of a
+    submission refers to no submission (so that a key cannot lead to answers), and any storage in
+    the browser would outlive the page. The session cookie carries the reports, which the server
+    has stored anyway, for the one request between the post and the thank-you page, which takes
+    them out (:func:`_take_sent`), as does opening the survey page again."""
+    reports = {}
+    for field in form.fields:
+        design = DESIGNS.get(field.design or "")
+        if design is not None and not design.combined and field.key in answers:
+            reports[field.key] = int(answers[field.key])
+    session[SENT] = {"survey": form.slug, "reports": reports}
+
+
+def _take_sent(slug: str) -> dict[str, int]:
+    """The reports :func:`_remember_sent` kept for this survey, taken out of the session when the
+    thank-you page is opened as a page. The respondent's page follows the post's redirect with
+    fetch() before it goes there (to learn whether the answers had already arrived): that request
+    (``Sec-Fetch-Dest: empty``) leaves them for the page itself. A browser that sends no
+    ``Sec-Fetch-Dest`` (plain http on a non-local host) has them taken by the fetch, and its
+    thank-you page shows no list."""
+    if request.headers.get("Sec-Fetch-Dest", "document") != "document":
+        return {}
+    if SENT not in session:
+        return {}
+    sent = session.pop(SENT)
+    if not isinstance(sent, dict) or sent.get("survey") != slug:
+        return {}
+    return {str(k): int(v) for k, v in sent.get("reports", {}).items()}
 
 
 @bp.post("/s/<slug>")
@@ -114,6 +159,8 @@ def submit_form(slug: str):
     try:
         recorded = submitting.record(form, answers, invitation, key)
     except DomainError as error:
+        if SENT in session:
+            session.pop(SENT)
         survey = _survey_or_404(slug)  # only now: the page is shown again, with the reason
         if survey.access == "invitation" and isinstance(error, Forbidden):
             return _invitation_page(survey, error)
@@ -124,15 +171,24 @@ def submit_form(slug: str):
             invitation=invitation,
             submission_key=key,
         )
+    _remember_sent(form, answers)
     return redirect(url_for("respond.thanks", slug=slug, again=1 if recorded.already else None), code=303)
 
 
 @bp.get("/s/<slug>/thanks")
 def thanks(slug: str):
-    """Thanks; ``again=1`` when a resend found its answers already received (stored once)."""
-    return render_template(
-        "respond/thanks.html", survey=_survey_or_404(slug), already_received=request.args.get("again") == "1"
-    )
+    """Thanks; ``again=1`` when a resend found its answers already received (stored once). Right
+    after sending, it also shows what was sent for each randomized question (:func:`_take_sent`);
+    that page is then kept by no cache (the back button must not show it to the next person at a
+    shared device)."""
+    survey = _survey_or_404(slug)
+    reports = _take_sent(slug)
+    sent = sent_views(survey_page(survey), reports) if reports else []
+    again = request.args.get("again") == "1"
+    response = Response(render_template("respond/thanks.html", survey=survey, already_received=again, sent=sent))
+    if sent:
+        response.headers["Cache-Control"] = "private, no-store"
+    return response
 
 
 @bp.get("/s/<slug>/preview")
