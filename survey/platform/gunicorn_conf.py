@@ -20,7 +20,17 @@ proxy in front, which hands gunicorn only whole requests (README, "Running in pr
 
 The access log carries the method, the path (never the query string, where invitation codes
 travel), the status, the size and the duration; no client address, no time of day and no user
-agent, which next to a survey path could line a respondent up with a stored submission.
+agent, which next to a survey path could line a respondent up with a stored submission. It is
+written by :class:`survey.platform.access_log.AccessLog`, which reads only those five values
+(gunicorn's own logger collects every header and environment variable per request first).
+
+**Preloaded.** The master imports the app once (``preload_app``) and each worker is a fork of it,
+so a worker that starts (at boot, after a crash, after ``max_requests``, on ``kill -HUP``) serves at
+once instead of importing the app (numpy, scipy, SQLAlchemy's models...) for seconds while requests
+wait: a reload stalled requests up to 6.4 s before. The forked workers drop the database connections
+they inherited (:func:`post_fork`), so no two processes share one. New *code* then needs a new master:
+``kill -USR2`` (a new master and workers beside the old) then ``kill -QUIT`` of the old master, or a
+restart; ``kill -HUP`` re-forks the code already loaded (docs/deploy.md).
 """
 
 import multiprocessing
@@ -36,6 +46,20 @@ keepalive = 5
 # slow client or a long request: it restarts a worker whose loop is stuck.
 timeout = 30
 graceful_timeout = 30
+preload_app = True
 accesslog = "-"
+logger_class = "survey.platform.access_log.AccessLog"
+# the line AccessLog writes, in gunicorn's terms (it is what gunicorn's own logger would write with it)
 access_log_format = "%(m)s %(U)s %(s)s %(B)s %(M)sms"
 errorlog = "-"
+
+
+def post_fork(server, worker):  # noqa: ARG001 - gunicorn's hook signature
+    """Forget the database connections the preloaded app may have opened in the master (SQLite's
+    checks at start do): a connection shared by two processes mixes their conversations. Closing
+    them here would close them for the master too, so they are dropped without closing."""
+    from survey.platform.extensions import db
+    from survey.platform.wsgi import app
+
+    with app.app_context():
+        db.engine.dispose(close=False)
