@@ -54,7 +54,7 @@ access_log_format = "%(m)s %(U)s %(s)s %(B)s %(M)sms"
 errorlog = "-"
 
 
-def post_fork(server, worker):  # noqa: ARG001 - gunicorn's hook signature
+def post_fork(server, worker):
     """Forget the database connections the preloaded app may have opened in the master (SQLite's
     checks at start do): a connection shared by two processes mixes their conversations. Closing
     them here would close them for the master too, so they are dropped without closing."""
