@@ -30,7 +30,8 @@ once instead of importing the app (numpy, scipy, SQLAlchemy's models...) for sec
 wait: a reload stalled requests up to 6.4 s before. The forked workers drop the database connections
 they inherited (:func:`post_fork`), so no two processes share one. New *code* then needs a new master:
 ``kill -USR2`` (a new master and workers beside the old) then ``kill -QUIT`` of the old master, or a
-restart; ``kill -HUP`` re-forks the code already loaded (docs/deploy.md).
+restart; ``kill -HUP`` re-forks the code already loaded (docs/deploy.md). ``PRELOAD_APP=0`` turns
+it off (benchmarks/scale_ingest.py compares the two).
 """
 
 import multiprocessing
@@ -46,7 +47,7 @@ keepalive = 5
 # slow client or a long request: it restarts a worker whose loop is stuck.
 timeout = 30
 graceful_timeout = 30
-preload_app = True
+preload_app = os.environ.get("PRELOAD_APP", "1") != "0"
 accesslog = "-"
 logger_class = "survey.platform.access_log.AccessLog"
 # the line AccessLog writes, in gunicorn's terms (it is what gunicorn's own logger would write with it)

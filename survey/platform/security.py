@@ -123,6 +123,13 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: A static file's: a script or a stylesheet is no document, so a policy for documents (what may run
+#: in it, who may frame it, what its links send) says nothing there; ``nosniff`` does (a script or a
+#: stylesheet is used only if its media type says it is one). Five headers fewer on each of the
+#: respondent page's files: 1.7 KB of a first visit's 11 KB (tests/test_assets.py).
+STATIC_HEADERS: tuple[tuple[str, str], ...] = (("X-Content-Type-Options", "nosniff"),)
+
+
 def add_missing_headers(response: Response, defaults: tuple[tuple[str, str], ...]) -> None:
     """Add each of ``defaults`` that the response does not carry yet, in one pass over its headers
     and one ``extend`` (what ``setdefault`` per header did, without a scan per header)."""
@@ -135,12 +142,16 @@ def add_missing_headers(response: Response, defaults: tuple[tuple[str, str], ...
 def init_app(app: Flask) -> None:
     hsts = app.config.get("STRICT_TRANSPORT_SECURITY")
     # production only (survey.platform.config.production_settings)
-    defaults = (*SECURITY_HEADERS, ("Strict-Transport-Security", hsts)) if hsts else SECURITY_HEADERS
+    transport = (("Strict-Transport-Security", hsts),) if hsts else ()
+    documents, files = (*SECURITY_HEADERS, *transport), (*STATIC_HEADERS, *transport)
 
     @app.after_request
     def headers(response: Response) -> Response:
-        add_missing_headers(response, defaults)
-        if request.endpoint != "static" and (g.get("database_unavailable") or _signed_in_or_unknown()):
+        if request.endpoint == "static":
+            add_missing_headers(response, files)
+            return response
+        add_missing_headers(response, documents)
+        if g.get("database_unavailable") or _signed_in_or_unknown():
             # Pages for signed-in users hold results, codes and team names: no browser or shared
             # cache keeps a copy for the next person at this computer or behind this proxy.
             response.headers["Cache-Control"] = "private, no-store"
