@@ -3,9 +3,10 @@
 A small ``after_request`` rather than Flask-Compress: what to compress is decided by a rule of this
 app that a general extension does not know (below), and brotli (Google's binding) and the standard
 library's ``gzip`` do the work. The demo survey's page, 19 KB of HTML, becomes 3.7 KB with brotli
-at quality 5 (4.1 KB gzipped) for about 0.25 ms of CPU (0.2 ms for gzip); quality 11 would save
-another 0.5 KB for 23 ms, which a page rendered per request cannot afford (static files get it,
-once: :mod:`survey.platform.assets`). benchmarks/respondent_page.md measures it beside rendering.
+at quality 5 (4.1 KB gzipped), which adds about a tenth to the CPU of making the page
+(benchmarks/respondent_page.md); quality 11 would save another 0.5 KB for a hundred times the CPU,
+which a page made per request cannot afford (static files get it, once:
+:mod:`survey.platform.assets`).
 
 Compressed: a whole (not streamed) response of at least :data:`MINIMUM_SIZE` bytes, of a text
 media type, to a request whose ``Accept-Encoding`` takes br or gzip. **Not compressed: anything for a

@@ -64,3 +64,15 @@ def post_fork(server, worker):
 
     with app.app_context():
         db.engine.dispose(close=False)
+
+
+def when_ready(server):
+    """With the app preloaded, compile the submission's statements once in the master, so that no
+    worker (a new one after a reload above all) compiles them on its first submission."""
+    if server.cfg.preload_app:
+        from survey.domain.responses import writes
+
+        for with_receipt in (False, True):
+            writes.postgresql_submission(with_receipt)
+            writes.postgresql_hold(with_receipt)
+        writes.sqlite_submission()
