@@ -14,8 +14,10 @@ randomized questions, its wrk script, its plain-SQL processes):
   processes sending the app's own single statement (*our statement*). Reported: submissions per
   second, web ÷ plain, latency, the CPU the gunicorn workers spent per stored submission (from
   /proc), errors, and a recount that every acknowledged submission is stored.
-* **Reload.** gunicorn with 2 workers under a lighter load (2 wrk connections); halfway through,
-  ``kill -HUP`` replaces both workers. Measured: the slowest request of the run and the errors, with
+* **Reload.** gunicorn with 2 workers under a lighter load (2 wrk connections, each request on a
+  new connection, ``Connection: close``, as visitors arrive: a kept-alive connection stays with its
+  old worker while it drains, and would not meet the new ones); halfway through, ``kill -HUP``
+  replaces both workers. Measured: the slowest request of the run and the errors, with
   ``preload_app`` on (the setting) and off (``PRELOAD_APP=0``), interleaved.
 
 Run ``python benchmarks/scale_ingest.py --postgresql postgresql://postgres@127.0.0.1:5432/test
@@ -174,6 +176,7 @@ def web_run(database: Database, workers: int, connections: int, seconds: float, 
         "stored": stored,
         "lost": max(0, result["created"] - stored),
         "errors": errors_of(result),
+        "error_kinds": {k: result[k] for k in ("other", "connect", "read", "write", "timeout") if result[k]},
     }
 
 
@@ -208,6 +211,12 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
     script = workdir / "post.lua"
     wrk_script(database, script, np.random.default_rng(7))
     with_slowest(script)
+    closing = workdir / "post-close.lua"
+    plain_headers = '{["Content-Type"] = "application/json"}'
+    assert plain_headers in script.read_text(), "the scale benchmark's wrk script changed: update this"
+    closing.write_text(
+        script.read_text().replace(plain_headers, '{["Content-Type"] = "application/json", ["Connection"] = "close"}')
+    )
     log = workdir / "gunicorn.log"
     runs: dict[int, dict[str, list[dict]]] = {}
     reloads: list[dict] = []
@@ -231,7 +240,7 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
         set_auto_close(database, False)
         for _ in range(rounds):
             for preload, hup in ((True, False), (True, True), (False, True)):
-                reloads.append(reload_run(database, preload, seconds, script, log, hup))
+                reloads.append(reload_run(database, preload, seconds, closing, log, hup))
                 print(json.dumps(reloads[-1]), flush=True)
         app = database.app()
         from survey.domain.models import Survey
@@ -250,6 +259,17 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
         }
     finally:
         database.drop()
+
+
+def error_kinds(result: dict) -> dict[str, int]:
+    """wrk's errors over every web run, by kind (other: a status other than 201)."""
+    kinds: dict[str, int] = {}
+    for runs in result["runs"].values():
+        for kind in ("off", "on"):
+            for r in runs[kind]:
+                for name, n in r.get("error_kinds", {}).items():
+                    kinds[name] = kinds.get(name, 0) + n
+    return kinds
 
 
 def report(result: dict, header: str) -> str:
@@ -288,6 +308,11 @@ def report(result: dict, header: str) -> str:
             f"| {workers} workers: 0 errors and 0 lost | {errors} errors, {lost} lost"
             f" | {verdict(lost == errors == 0)} |"
         )
+    lines.append(
+        "| (errors by kind, all runs) | "
+        + (", ".join(f"{k}: {v}" for k, v in error_kinds(result).items()) or "none")
+        + " | |"
+    )
     lines.append(
         f"| tallies equal a GROUP BY after every run | {'equal' if not result['tally_mismatches'] else 'differ'}"
         f" | {verdict(not result['tally_mismatches'])} |"
@@ -339,7 +364,8 @@ def report(result: dict, header: str) -> str:
         "",
         "## Reload",
         "",
-        f"2 workers, 2 wrk connections, {result['seconds']:.0f} s; `kill -HUP` to the master halfway, which"
+        f"2 workers, 2 wrk connections each request on a new connection, {result['seconds']:.0f} s;"
+        " `kill -HUP` to the master halfway, which"
         " replaces both workers. *Preloaded*: the setting (`preload_app`); *not*: `PRELOAD_APP=0`, each new"
         " worker importing the app. The run without a reload shows what the machine's load alone does to the"
         " slowest request. Interleaved.",
