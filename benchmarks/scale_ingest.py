@@ -261,6 +261,10 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
         database.drop()
 
 
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def error_kinds(result: dict) -> dict[str, int]:
     """wrk's errors over every web run, by kind (other: a status other than 201)."""
     kinds: dict[str, int] = {}
@@ -290,7 +294,7 @@ def report(result: dict, header: str) -> str:
     medians: dict[int, dict[str, dict[str, float]]] = {}
     for workers, kinds in result["runs"].items():
         medians[workers] = {
-            kind: {key: statistics.median(r[key] for r in runs) for key in runs[0] if key != "mode"}
+            kind: {key: statistics.median(r[key] for r in runs) for key, value in runs[0].items() if is_number(value)}
             for kind, runs in kinds.items()
         }
         plain = medians[workers]["plain"]["rate"]
