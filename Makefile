@@ -130,6 +130,8 @@ bench: $(VENV)/.bench-installed
 	@$(MAKE) --no-print-directory wrk
 	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
 	$(BIN)/python benchmarks/held_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/held_ingest.md
+	$(BIN)/python benchmarks/scale_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale_ingest.md
+	$(BIN)/python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 
 from survey.domain.models import Submission, Survey
 from survey.domain.responses.tallies import rebuild_tallies, survey_counts
+from survey.domain.results import live
 from survey.domain.results.live import live_status, timeline
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, anytime_test, confidence_sequence, estimate
@@ -110,10 +111,20 @@ def _set_auto_close(signed_in, on: bool):
     return signed_in.post("/surveys/live/auto-close", data=data)
 
 
+def _first_precise(reports: list[int]) -> int:
+    """The number of reports at which the live interval of ``smoked`` first reaches the margin (0.25)."""
+    counts = np.zeros(2, dtype=int)
+    for n, reported in enumerate(reports, 1):
+        counts[reported] += 1
+        if float(np.max(confidence_sequence(DESIGN, counts, 0.95).half_width)) <= 0.25:
+            return n
+    raise AssertionError("never precise")
+
+
 def test_a_survey_set_to_close_itself_closes_once_precise_and_refuses_the_next_answer(app, signed_in, live_survey):
     assert _set_auto_close(signed_in, True).status_code == 303
     rng = np.random.default_rng(8)
-    sent = 0
+    sent: list[int] = []
     while True:
         reported = int(DESIGN.randomize(np.array([int(rng.random() >= 0.3)]), rng)[0])
         response = signed_in.post("/api/surveys/live/responses", json={"answers": {"smoked": reported, "group": 0}})
@@ -121,17 +132,52 @@ def test_a_survey_set_to_close_itself_closes_once_precise_and_refuses_the_next_a
             assert "closed" in response.get_json()["error"]
             break
         assert response.status_code == 201
-        sent += 1
-        assert sent < 2000, "never closed"
+        sent.append(reported)
+        assert len(sent) < 2000, "never closed"
     with app.app_context():
         survey = _survey()
         status = live_status(db.session, survey)
         assert survey.status == "closed" and status.all_reached
-        # it closed at the first moment it could: one answer fewer was not yet precise enough
         counts = survey_counts(db.session, survey).by_question[survey.questions[0].id]
-    assert counts.sum() == sent
+    assert counts.sum() == len(sent)
+    # it closed once precise, and no later than the check schedule allows: at most n/50 submissions
+    # after the first moment it could (live.RECHECK_DIVISOR), not after every one
+    first = _first_precise(sent)
+    assert first <= len(sent) <= first + max(1, first // live.RECHECK_DIVISOR)
     page = signed_in.get("/surveys/live/share").get_data(as_text=True)
     assert "Precise enough" in page and "Reopen" in page
+
+
+def test_a_survey_far_from_its_margin_is_checked_seldom_not_after_every_submission(
+    app, signed_in, live_survey, monkeypatch
+):
+    """Checking reads every tally and computes every live interval: a survey set to close by itself
+    pays it when its count reaches the next check's, not on each submission."""
+    with app.app_context():
+        db.session.execute(update(Survey).where(Survey.slug == "live").values(target_margin=0.001))
+        db.session.commit()
+    assert _set_auto_close(signed_in, True).status_code == 303
+    checks: list[int] = []
+    decide = live.live_status
+
+    def counted(session, survey, counts=None):
+        checks.append(1)
+        return decide(session, survey, counts)
+
+    monkeypatch.setattr(live, "live_status", counted)
+    _send(signed_in, [0, 1] * 150)
+    with app.app_context():
+        survey = _survey()
+        assert survey.status == "open" and survey.auto_close
+        # the next check is due beyond the count, at most 2% of it further
+        assert 300 < survey.auto_close_due <= 300 + max(1, 300 // live.RECHECK_DIVISOR) + 1
+    # the schedule far from the margin: after every submission up to 100, then every n/50 (164 checks
+    # for 300 submissions, ~660 for a million); before, a check after each
+    due, scheduled = 1, 0
+    while due <= 300:
+        scheduled += 1
+        due += max(1, due // live.RECHECK_DIVISOR)
+    assert len(checks) == scheduled < 300
 
 
 def test_without_the_setting_a_precise_survey_stays_open(app, client, live_survey):

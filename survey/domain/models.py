@@ -180,6 +180,10 @@ class Survey(Base):
     #: Close the survey once every randomized question's live interval is within the target margin
     #: (survey.domain.results.live); off unless the organizer turns it on.
     auto_close: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: With ``auto_close``: the number of stored submissions at which precision is next checked. The
+    #: submission's own statement compares the survey's count with it, so a submission that is not
+    #: due costs no check (survey.domain.results.live.close_if_precise sets the next one).
+    auto_close_due: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: Answered on shared devices (a computer lab, a tablet passed around): the respondent's page then
     #: draws every report afresh, keeps nothing in the browser and clears itself for the next person,
     #: since a per-browser memo would be shared by everyone at the device (SECURITY.md, section 2).

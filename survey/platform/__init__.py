@@ -19,8 +19,9 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 def init_app(app: Flask) -> None:
     """Request bodies bounded whatever their framing, proxies, the database (connections checked
     before use, outages noted) and its migrations, translations, CSRF, sign-in sessions, the health check, rate
-    limits, security headers and error pages, log scrubbing and the CLI commands."""
-    from . import cli, connections, logs, security
+    limits, gzip for respondents' pages, security headers and error pages, static files under hashed
+    names, log scrubbing and the CLI commands."""
+    from . import assets, cli, compression, connections, logs, security
     from .bodies import BoundedRequest
     from .extensions import babel, csrf, db, login_manager, migrate
     from .health import bp as health_bp
@@ -50,6 +51,8 @@ def init_app(app: Flask) -> None:
     login_manager.init_app(app)
     app.register_blueprint(health_bp)
     limiter.init_app(app)
+    compression.init_app(app)  # (after-request hooks run last first: this one after the headers')
     security.init_app(app)
+    assets.init_app(app)
     logs.init_app(app)
     cli.register(app)

@@ -22,7 +22,18 @@ proxy in front, which hands gunicorn only whole requests (README, "Running in pr
 
 The access log carries the method, the path (never the query string, where invitation codes
 travel), the status, the size and the duration; no client address, no time of day and no user
-agent, which next to a survey path could line a respondent up with a stored submission.
+agent, which next to a survey path could line a respondent up with a stored submission. It is
+written by :class:`survey.platform.access_log.AccessLog`, which reads only those five values
+(gunicorn's own logger collects every header and environment variable per request first).
+
+**Preloaded.** The master imports the app once (``preload_app``) and each worker is a fork of it,
+so a worker that starts (at boot, after a crash, after ``max_requests``, on ``kill -HUP``) serves at
+once instead of importing the app (numpy, scipy, SQLAlchemy's models...) for seconds while requests
+wait: a reload stalled requests up to 6.4 s before. The forked workers drop the database connections
+they inherited (:func:`post_fork`), so no two processes share one. New *code* then needs a new master:
+``kill -USR2`` (a new master and workers beside the old) then ``kill -QUIT`` of the old master, or a
+restart; ``kill -HUP`` re-forks the code already loaded (docs/deploy.md). ``PRELOAD_APP=0`` turns
+it off (benchmarks/scale_ingest.py compares the two).
 """
 
 import multiprocessing
@@ -38,7 +49,10 @@ keepalive = 5
 # slow client or a long request: it restarts a worker whose loop is stuck.
 timeout = 30
 graceful_timeout = 30
+preload_app = os.environ.get("PRELOAD_APP", "1") != "0"
 accesslog = "-"
+logger_class = "survey.platform.access_log.AccessLog"
+# the line AccessLog writes, in gunicorn's terms (it is what gunicorn's own logger would write with it)
 access_log_format = "%(m)s %(U)s %(s)s %(B)s %(M)sms"
 errorlog = "-"
 
@@ -48,3 +62,26 @@ def on_starting(server) -> None:
     ``check_shared_limits``): several need ``RATELIMIT_STORAGE_URL``. Read from gunicorn's final
     settings, so that ``-w`` on the command line counts too."""
     os.environ["SURVEY_WORKER_PROCESSES"] = str(server.cfg.workers)
+
+
+def post_fork(server, worker):
+    """Forget the database connections the preloaded app may have opened in the master (SQLite's
+    checks at start do): a connection shared by two processes mixes their conversations. Closing
+    them here would close them for the master too, so they are dropped without closing."""
+    from survey.platform.extensions import db
+    from survey.platform.wsgi import app
+
+    with app.app_context():
+        db.engine.dispose(close=False)
+
+
+def when_ready(server):
+    """With the app preloaded, compile the submission's statements once in the master, so that no
+    worker (a new one after a reload above all) compiles them on its first submission."""
+    if server.cfg.preload_app:
+        from survey.domain.responses import writes
+
+        for with_receipt in (False, True):
+            writes.postgresql_submission(with_receipt)
+            writes.postgresql_hold(with_receipt)
+        writes.sqlite_submission()

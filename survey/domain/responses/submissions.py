@@ -291,8 +291,8 @@ def _after_storing(session: Session, form: SubmissionForm, written: Written, bat
     try:
         if written.held >= batch:
             release(session, form.survey_id, form.feeds, batch)
-        if written.auto_close:
-            close_if_precise(session, form.survey_id)
+        if written.check_at is not None:
+            close_if_precise(session, form.survey_id, seen=written.check_at)
     except Exception:
         session.rollback()
         log.exception("after storing a submission to survey %s", form.survey_id)
@@ -319,11 +319,12 @@ def _refuse_if_closed(session: Session, survey_id: int, day: dt.date) -> SurveyS
 
 @dataclass(frozen=True)
 class Written:
-    """What :func:`write_submission` did: whether the submission was stored, and whether its survey is
-    set to close itself once precise enough (so the caller checks that, and only then)."""
+    """What :func:`write_submission` did: whether the submission was stored, and, when its survey is
+    set to close itself once precise enough and a check is due, the survey's count of submissions
+    with this one (so the caller checks then, and only then)."""
 
     stored: bool
-    auto_close: bool = False
+    check_at: int | None = None
     #: How many submissions the survey holds now, waiting to be released (surveys by invitation).
     held: int = 0
 
@@ -332,7 +333,9 @@ class Written:
 
     @classmethod
     def from_row(cls, row: Any) -> Written:
-        return cls(False) if row is None else cls(True, bool(row[0]))
+        if row is None:
+            return cls(False)
+        return cls(True, None if row[0] is None else int(row[0]))
 
 
 def write_held(
@@ -355,14 +358,14 @@ def write_held(
         with session.connection().connection.driver_connection.cursor() as cursor:
             cursor.execute(statement.sql, statement.params(params))
             (held,) = cursor.fetchone()
-        return Written(bool(held), False, held)
+        return Written(bool(held), None, held)
     begin_writing(session)
     accepting = session.execute(writes.accepting_statement(), params).first()
     if accepting is None or not claim(session, form.survey_id, claim_code):
         return Written(False)
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
-    return Written(True, False, hold(session, form.survey_id, day, values))
+    return Written(True, None, hold(session, form.survey_id, day, values))
 
 
 def _insert_receipt(session: Session, survey_id: int, receipt: str, day: dt.date) -> bool:
@@ -426,10 +429,10 @@ def write_submission(
         return Written(False)
     if receipt is not None and not _insert_receipt(session, form.survey_id, receipt, day):
         return Written(False)
-    params["submission_id"], auto_close = inserted
+    params["submission_id"], check_at = inserted
     for statement in statements.writes:
         connection.exec_driver_sql(statement.sql, statement.params(params))
-    return Written(True, bool(auto_close))
+    return Written(True, None if check_at is None else int(check_at))
 
 
 @contextlib.contextmanager

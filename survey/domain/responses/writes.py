@@ -272,10 +272,28 @@ def stored(
     return reported, submitted
 
 
+def _check_at() -> ColumnElement[Any]:
+    """``check_at``: for a survey set to close by itself, its count of stored submissions with this
+    one, when that count has reached ``auto_close_due``; NULL otherwise (and always when the setting
+    is off, without reading the count). The count is the submission tally's, summed over its shards,
+    as the statement's snapshot sees it: a few index rows, not a count of the submissions. So a
+    submission learns in its own statement whether the survey's precision is due for a check, and
+    the check (survey.domain.results.live.close_if_precise) runs only then, not after every one."""
+    stored = (
+        select(func.coalesce(func.sum(SubmissionTally.count), 0))
+        .where(SubmissionTally.survey_id == Survey.id)
+        .scalar_subquery()
+    )
+    counted = stored + 1
+    # nested CASEs: the count is read only when the setting is on (CASE evaluates in order)
+    return case((Survey.auto_close, case((counted >= Survey.auto_close_due, counted))))
+
+
 #: The survey accepts submissions on ``day`` by ``access``: the rule of
 #: :func:`survey.domain.models.accepting_on`, in SQL (tests/test_tallies.py checks that the two agree).
+#: Its ``check_at``: :func:`_check_at`.
 def _accepting(day: ColumnElement[dt.date]) -> Select:
-    return select(Survey.id, Survey.auto_close).where(
+    return select(Survey.id, _check_at().label("check_at")).where(
         Survey.id == bindparam("survey_id", type_=Integer),
         Survey.slug == bindparam("slug", type_=String),
         Survey.access == bindparam("access", type_=String),
@@ -287,7 +305,7 @@ def _accepting(day: ColumnElement[dt.date]) -> Select:
 
 @functools.cache
 def accepting_statement() -> Select:
-    """``SELECT id, auto_close FROM surveys WHERE <accepting>``: one row if the survey accepts."""
+    """``SELECT id, check_at FROM surveys WHERE <accepting>``: one row if the survey accepts."""
     return _accepting(bindparam("day", type_=Date))
 
 
@@ -384,7 +402,7 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
     survey accepts, insert the key's receipt (if any: on a key already received, nothing more),
     the submission, its answers and every tally of :data:`TALLIES`. Everything hangs on the new
     submission's row: if any check fails, nothing is written, and no row comes back; otherwise one
-    row, ``auto_close``. The same text for any number of answers (they come as arrays)."""
+    row, ``check_at`` (:func:`_check_at`). The same text for any number of answers (they come as arrays)."""
     day = bindparam("day", type_=Date)
     shard = bindparam("shard", type_=SmallInteger)
     accepting = _accepting(day).cte("accepting")
@@ -417,7 +435,7 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
     )
     writes = [answers.cte("new_answers")]
     writes += [upsert("postgresql", t, reported, submitted, shard, one=True).cte(f"counted_{t.name}") for t in TALLIES]
-    return select(accepting.c.auto_close).select_from(new_submission.join(accepting, true())).add_cte(*writes)
+    return select(accepting.c.check_at).select_from(new_submission.join(accepting, true())).add_cte(*writes)
 
 
 @functools.cache
@@ -461,7 +479,7 @@ def postgresql_hold(with_receipt: bool) -> Compiled:
 @dataclass(frozen=True)
 class SQLiteSubmission:
     """The statements of one submission on SQLite: ``insert`` (if the survey accepts; returns the new
-    id and ``auto_close``), then ``writes`` (its answers and each tally) with ``submission_id``.
+    id and ``check_at``), then ``writes`` (its answers and each tally) with ``submission_id``.
     Compiled once (``:name`` placeholders, for the driver as it is): SQLAlchemy would otherwise work
     out each statement's cache key on every submission, about 0.7 ms for the six of them."""
 
@@ -487,7 +505,7 @@ def sqlite_submission_statements() -> tuple[Any, ...]:
         .from_select(["survey_id", "submitted_on"], select(accepting.c.id, day))
         .returning(
             Submission.id,
-            select(Survey.auto_close).where(Survey.id == bindparam("survey_id", type_=Integer)).scalar_subquery(),
+            select(_check_at()).where(Survey.id == bindparam("survey_id", type_=Integer)).scalar_subquery(),
         )
     )
     each = func.json_each(bindparam("reported", type_=String)).table_valued("value", name="given")

@@ -11,9 +11,14 @@ the plan after seeing answers choose the prior from the data, which voids the pr
 
 Stopping: the survey's target margin (planning settings) is compared with each randomized question's
 largest live half-width. When every randomized question has reached it, the organizer's pages say so,
-and a survey with ``auto_close`` on is closed by :func:`close_if_precise` right after the submission
-that got it there (:func:`survey.domain.surveys.lifecycle.close_automatically`: written only if the survey is
+and a survey with ``auto_close`` on is closed by :func:`close_if_precise` right after a submission
+that finds it there (:func:`survey.domain.surveys.lifecycle.close_automatically`: written only if the survey is
 still open and set to close by itself at that moment, so it closes once, and never after a reopen).
+Not every submission checks: checking reads every tally and computes every live interval (4–5 ms of
+CPU, forty times the rest of the submission's), so a submission's own statement compares the
+survey's count with the count at which the next check is due (``surveys.auto_close_due``), and only
+a submission that reaches it checks (:func:`submissions_to_next_check`: every submission near the
+margin, at most 2% of the count apart far from it).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from survey.domain.responses.tallies import (
     question_day_counts,
     question_mechanism,
     questions_day_counts,
+    submission_count,
     survey_counts,
 )
 from survey.domain.results.coding import parse_category
@@ -110,20 +116,67 @@ def live_status(session: Session, survey: Survey, counts: Counts | None = None) 
     return LiveStatus(survey, questions)
 
 
-def close_if_precise(session: Session, survey_id: int) -> bool:
+#: A survey set to close by itself is checked again after at most 1/RECHECK_DIVISOR of its count
+#: more submissions: it closes at most 2% of its answers later than a check after every one would.
+RECHECK_DIVISOR = 50
+
+
+def submissions_to_next_check(status: LiveStatus, n: int) -> int:
+    """How many more submissions a survey of ``n`` that is not precise enough yet takes before its
+    precision is checked again: half of what the widest waiting question is predicted to need (a
+    half-width shrinks about as 1/√n, so n·((width/margin)² − 1) more), never more than
+    n/RECHECK_DIVISOR, at least one. Near the margin the checks come every submission; far from it
+    they come at a fixed fraction of the count, so a survey of a million is checked a few hundred
+    times over its life instead of a million."""
+    cap = max(1, n // RECHECK_DIVISOR)
+    waiting = status.waiting
+    margin = status.survey.target_margin
+    if n <= 0 or not waiting:
+        return 1
+    if not margin or margin <= 0:
+        return cap
+    widest = max(q.half_width for q in waiting)
+    predicted = n * ((widest / margin) ** 2 - 1.0)
+    return int(max(1, min(cap, predicted / 2)))
+
+
+def close_if_precise(session: Session, survey_id: int, seen: int | None = None) -> bool:
     """Close the survey if it is open, set to close automatically, and every randomized question has
     reached the target margin; returns whether it was closed now (by this call, not another).
     Commits what it changes.
 
+    After a submission, ``seen`` is the survey's count with it, which the submission's statement
+    found at or past the survey's ``auto_close_due`` (survey.domain.responses.writes): this call
+    first claims that check (one conditional UPDATE, committed: of several workers that found it due
+    at once, one checks), and a survey not precise yet gets its next check
+    (:func:`submissions_to_next_check`). Without ``seen`` (the organizer turned the setting on) it
+    checks at once.
+
     The decision reads; the close is written afterwards, in a transaction of its own that takes the
     write lock first (SQLite), by an UPDATE that checks again that the survey is open and set to
     close by itself. Answers only add to the tallies, so a survey found precise enough stays so."""
+    claimed = None
+    if seen is not None:
+        claimed = seen + max(1, seen // RECHECK_DIVISOR)
+        begin_writing(session)
+        if not lifecycle.claim_precision_check(session, survey_id, seen, claimed):
+            session.rollback()  # another worker checks, or the survey closed, or the setting is off
+            return False
+        session.commit()
     survey = session.get(Survey, survey_id)
     if survey is None or not survey.auto_close or not survey.is_open:
         return False
-    precise = live_status(session, survey).all_reached
+    status = live_status(session, survey)
+    precise = status.all_reached
+    if not precise:
+        n = seen if seen is not None else submission_count(session, survey)
+        due = n + submissions_to_next_check(status, n)
     session.rollback()
     if not precise:
+        if due != claimed:
+            begin_writing(session)
+            lifecycle.schedule_precision_check(session, survey_id, due, claimed)
+            session.commit()
         return False
     begin_writing(session)
     if not lifecycle.close_automatically(session, survey_id):

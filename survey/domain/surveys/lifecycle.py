@@ -99,6 +99,26 @@ def close_automatically(session: Session, survey_id: int) -> bool:
     return _change_if(session, survey_id, [Survey.status == "open", Survey.auto_close.is_(True)], status="closed")
 
 
+def claim_precision_check(session: Session, survey_id: int, seen: int, due: int) -> bool:
+    """Take the check of the survey's precision that falls due at ``seen`` submissions, by moving the
+    next one to ``due``; whether this call took it. One conditional UPDATE, so of the workers whose
+    submissions all found the check due at once, one checks and the others go on (the survey must
+    still be open and set to close by itself)."""
+    return _change_if(
+        session,
+        survey_id,
+        [Survey.status == "open", Survey.auto_close.is_(True), Survey.auto_close_due <= seen],
+        auto_close_due=due,
+    )
+
+
+def schedule_precision_check(session: Session, survey_id: int, due: int, claimed: int | None = None) -> None:
+    """Check the survey's precision next at ``due`` submissions; with ``claimed``, only if the next
+    check is still the one a claim set (another worker may have claimed and set a later one since)."""
+    where = [] if claimed is None else [Survey.auto_close_due == claimed]
+    _change_if(session, survey_id, where, auto_close_due=due)
+
+
 def reopen(survey: Survey) -> None:
     """Accept answers again. Closing by itself is switched off: a survey that closed because it was
     precise enough would otherwise close again at the next answer."""

@@ -1,0 +1,130 @@
+"""What the respondent's page costs to send: bytes on a first and a repeat visit, and the CPU that
+compressing it adds to making it.
+
+The demo survey's page (every kind of question, so the stylesheet and all four scripts) is requested
+through the app's own request path (Flask's test client: no network, no server in the figure) with
+``Accept-Encoding`` empty, ``gzip`` and ``gzip, deflate, br, zstd`` (what Chromium sends), in
+interleaved blocks so that all three meet the same machine load. Reported per kind: the page's
+bytes, the CPU per request (process time, median over the blocks) and its ratio to the uncompressed
+request's; and the bytes of a first visit (the page and every file it names, headers included) and
+of a repeat visit (the page alone: its files are cached ``immutable`` under hashed names).
+
+Run ``python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from survey import create_app
+from survey.domain.surveys.demo import create_demo
+from survey.platform.extensions import db
+from survey.platform.schema import upgrade_database
+
+KINDS = {
+    "none": {"Accept-Encoding": ""},
+    "gzip": {"Accept-Encoding": "gzip"},
+    "br": {"Accept-Encoding": "gzip, deflate, br, zstd"},
+}
+
+
+def wire(response) -> int:
+    """Bytes on the wire: status line, headers, body as sent."""
+    head = f"HTTP/1.1 {response.status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in response.headers.items())
+    return len(head.encode()) + 2 + len(response.get_data())
+
+
+def measure(blocks: int, per_block: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/page.sqlite", "SECRET_KEY": "bench"})
+        with app.app_context():
+            upgrade_database()
+            slug = create_demo(db.session, respondents=5).slug
+            db.session.commit()
+        client = app.test_client()
+        path = f"/s/{slug}"
+        cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        page_bytes: dict[str, int] = {}
+        for headers in KINDS.values():  # warm up: templates compiled, caches filled
+            for _ in range(5):
+                client.get(path, headers=headers)
+        for _ in range(blocks):
+            for kind, headers in KINDS.items():
+                start = time.process_time()
+                for _ in range(per_block):
+                    response = client.get(path, headers=headers)
+                cpu[kind].append((time.process_time() - start) / per_block)
+                page_bytes[kind] = len(response.get_data())
+        visits = {}
+        for kind, headers in KINDS.items():
+            page = client.get(path, headers=headers)
+            html = client.get(path).get_data(as_text=True)
+            files = re.findall(r'(?:src|href)="(/static/[^"]+)"', html)
+            first = wire(page) + sum(wire(client.get(url, headers=headers)) for url in files)
+            visits[kind] = {"first": first, "repeat": wire(page), "files": len(files)}
+        with app.app_context():
+            db.engine.dispose()
+    return {"cpu": cpu, "bytes": page_bytes, "visits": visits}
+
+
+def report(result: dict, header: str) -> str:
+    cpu = {kind: statistics.median(values) for kind, values in result["cpu"].items()}
+    ratios = {
+        kind: statistics.median(c / n for c, n in zip(result["cpu"][kind], result["cpu"]["none"], strict=True))
+        for kind in KINDS
+    }
+    lines = [
+        "# The respondent's page: bytes sent and what compressing costs",
+        "",
+        header,
+        "",
+        "| Accept-Encoding | page bytes | CPU per request | ÷ uncompressed | first visit (page + files, headers"
+        " included) | requests | repeat visit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind, headers in KINDS.items():
+        visit = result["visits"][kind]
+        lines.append(
+            f"| `{headers['Accept-Encoding'] or '(none)'}` | {result['bytes'][kind]:,} | {cpu[kind] * 1000:.2f} ms"
+            f" | {ratios[kind]:.2f} | {visit['first']:,} B | {1 + visit['files']} | {visit['repeat']:,} B, 1 request |"
+        )
+    lines += [
+        "",
+        "*Repeat visit*: the files are sent `Cache-Control: public, max-age=31536000, immutable` under names"
+        " that carry their content's hash, so a browser that has them asks for the page alone"
+        " (tests/test_assets.py checks it in Chromium). Without an encoding the files are still minified.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--blocks", type=int, default=15)
+    parser.add_argument("--per-block", type=int, default=20)
+    args = parser.parse_args()
+    result = measure(args.blocks, args.per_block)
+    header = (
+        f"`python benchmarks/respondent_page.py` on {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core"
+        f" machine shared with other work (Python {platform.python_version()}); {args.blocks} interleaved blocks"
+        f" of {args.per_block} requests per kind, medians. The ratio is the result; absolute times are this"
+        " machine's under its load."
+    )
+    text = report(result, header)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
