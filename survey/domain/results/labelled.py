@@ -35,7 +35,7 @@ from survey.domain.results.labelled_rows import open_rows
 from survey.domain.results.microdata import (
     MICRODATA_BATCH_SIZE,
     MICRODATA_FIXED_COLUMNS,
-    microdata_batches,
+    microdata_arrays,
     microdata_columns,
 )
 from survey.domain.surveys.variable_names import variable_names
@@ -74,13 +74,6 @@ def template_frame(survey: Survey) -> pd.DataFrame:
     for name in names[len(MICRODATA_FIXED_COLUMNS) :]:
         frame[name] = pd.array([None], dtype="Float64" if name in reports else "Int32")
     return frame
-
-
-def _batch_values(batch: list[tuple[Any, ...]], width: int, days: dict[str, float]) -> np.ndarray:
-    """A batch of microdata rows as a float array (NaN where missing), the day in the format's unit."""
-    values = np.array([[*row[:1], days[row[1]], *row[2:]] for row in batch], dtype=object).reshape(len(batch), width)
-    values[values == None] = np.nan  # noqa: E711 -- numpy compares element by element
-    return values.astype(np.float64)
 
 
 def report_columns(survey: Survey) -> list[str]:
@@ -161,26 +154,12 @@ def write_frame(frame: pd.DataFrame, survey: Survey, file_format: str, path: Pat
 
 
 def _write_rows(session: Session, survey: Survey, file_format: str, path: Path, width: int, batch_size: int) -> None:
-    origin, unit = DATE_ORIGIN[file_format], DATE_UNIT[file_format]
-    days: dict[str, float] = _DayNumbers(origin, unit)
     handle, rows = open_rows(path, file_format, width)
     with handle:
-        for batch in microdata_batches(session, survey, batch_size=batch_size):
-            rows.write(_batch_values(batch, width, days))
+        for values in microdata_arrays(session, survey, DATE_ORIGIN[file_format], batch_size=batch_size):
+            values[:, 1] *= DATE_UNIT[file_format]
+            rows.write(values)
         rows.close()
-
-
-class _DayNumbers(dict):
-    """``"YYYY-MM-DD"`` → the format's number for that day, computed once per day."""
-
-    def __init__(self, origin: dt.date, unit: float) -> None:
-        super().__init__()
-        self.origin, self.unit = origin, unit
-
-    def __missing__(self, day: str) -> float:
-        number = (dt.date.fromisoformat(day) - self.origin).days * self.unit
-        self[day] = number
-        return number
 
 
 def labelled_file(session: Session, survey: Survey, file_format: str) -> Any:

@@ -22,12 +22,14 @@ through ``CsvTable`` like every other CSV line the project writes.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import functools
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from survey.domain.models import Survey
@@ -41,6 +43,10 @@ MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
 MICRODATA_CHUNK_ROWS = 2000
 #: Rows fetched per round trip where rows are fetched (SQLite, the labelled files).
 MICRODATA_BATCH_SIZE = 5000
+
+#: What an empty cell reads as in :func:`microdata_arrays`' query before it becomes NaN: no stored
+#: code or number comes near it.
+EMPTY = -(2**62)
 
 #: A randomized number's reports are looked up in a table of its grid's codes when the grid has at
 #: most this many codes (every bounded mechanism: 2,001); Laplace's codes run to ±10⁹.
@@ -58,6 +64,8 @@ class _Column:
     value_of: Callable[[int], float] | None = None
     #: the grid's codes ``low .. high`` when small enough to look up (else None).
     grid: tuple[int, int] | None = None
+    #: a randomized number's mechanism (its ``value_of`` takes a whole array of codes).
+    mechanism: Any = None
 
 
 def _columns(survey: Survey) -> list[_Column]:
@@ -72,6 +80,7 @@ def _columns(survey: Survey) -> list[_Column]:
                     q.id,
                     value_of=functools.lru_cache(maxsize=4096)(lambda code, m=mechanism: float(m.value_of(code))),
                     grid=(reports.low, reports.high) if small else None,
+                    mechanism=mechanism,
                 )
             )
         else:
@@ -85,10 +94,14 @@ def microdata_columns(survey: Survey) -> list[str]:
     return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
 
 
-def _pivot_sql(survey: Survey, columns: list[_Column], dialect: str, lookups: bool) -> tuple[str, dict[str, Any]]:
+def _pivot_sql(
+    survey: Survey, columns: list[_Column], dialect: str, lookups: bool, day_origin: dt.date | None = None
+) -> tuple[str, dict[str, Any]]:
     """The one query: a row per submission that has answers, numbered in stored order, the day as
     ``YYYY-MM-DD`` text, then a cell per question. ``lookups``: a randomized number's cell is its
-    report's text, looked up in a parameter (PostgreSQL's COPY); otherwise its code, for Python."""
+    report's text, looked up in a parameter (PostgreSQL's COPY); otherwise its code, for Python.
+    ``day_origin``: the day as the number of days since then, and every empty cell :data:`EMPTY`
+    (so that a batch converts to a float array at C speed)."""
     params: dict[str, Any] = {}
     cells = []
     for i, c in enumerate(columns):
@@ -99,8 +112,16 @@ def _pivot_sql(survey: Survey, columns: list[_Column], dialect: str, lookups: bo
             low, high = c.grid  # type: ignore[misc]  # lookups are only asked for when every grid is small
             params[f"grid{i}"] = [repr(c.value_of(code)) for code in range(low, high + 1)]
             value = f"(%(grid{i})s::text[])[{value} - ({int(low)}) + 1]"
+        if day_origin is not None:
+            value = f"coalesce({value}, {EMPTY})"
         cells.append(f"{value} AS c{i}")
     day = "to_char(s.submitted_on, 'YYYY-MM-DD')" if dialect == "postgresql" else "s.submitted_on"
+    if day_origin is not None:
+        origin = day_origin.isoformat()
+        if dialect == "postgresql":
+            day = f"s.submitted_on - DATE '{origin}'"
+        else:
+            day = f"CAST(julianday(s.submitted_on) - julianday('{origin}') AS INTEGER)"
     sql = (
         f"SELECT row_number() OVER (ORDER BY a.submission_id) AS n, {day} AS day"
         + "".join(f", {cell}" for cell in cells)
@@ -182,11 +203,34 @@ def microdata_batches(
     hands over a batch at a time and memory stays the same whatever the number of respondents.
     Rows are numbered 1..N in stored order; the database ids are not exported."""
     columns = columns if columns is not None else _columns(survey)
-    dialect = session.get_bind().dialect.name
-    sql, _ = _pivot_sql(survey, columns, dialect, lookups=False)
+    sql, _ = _pivot_sql(survey, columns, session.get_bind().dialect.name, lookups=False)
     mapped = [(2 + i, c.value_of) for i, c in enumerate(columns) if c.value_of is not None]
+    for batch in _fetched(session, sql, batch_size):
+        yield [_mapped(row, mapped) for row in batch] if mapped else batch
+
+
+def microdata_arrays(
+    session: Session, survey: Survey, day_origin: dt.date, *, batch_size: int = MICRODATA_BATCH_SIZE
+) -> Iterator[np.ndarray]:
+    """The rows of :func:`microdata_batches` as float arrays (rows × columns): the row number, the
+    day as days since ``day_origin``, the cells (NaN where empty; a randomized number's report
+    computed for the whole column at once, the same doubles as one by one)."""
+    columns = _columns(survey)
+    sql, _ = _pivot_sql(survey, columns, session.get_bind().dialect.name, lookups=False, day_origin=day_origin)
+    reports = [(2 + i, c.mechanism) for i, c in enumerate(columns) if c.mechanism is not None]
+    for batch in _fetched(session, sql, batch_size):
+        values = np.array(batch, dtype=np.float64)
+        empty = values == EMPTY
+        for j, mechanism in reports:
+            values[:, j] = np.where(empty[:, j], 0.0, mechanism.value_of(np.where(empty[:, j], 0, values[:, j])))
+        values[empty] = np.nan
+        yield values
+
+
+def _fetched(session: Session, sql: str, batch_size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """The query's rows ``batch_size`` at a time, on the session's connection (its transaction)."""
     connection = session.connection().connection.driver_connection
-    if dialect == "postgresql":
+    if session.get_bind().dialect.name == "postgresql":
         cursor = connection.cursor(name="microdata")  # server-side: rows stay in the server until fetched
         cursor.itersize = batch_size
     else:
@@ -194,8 +238,6 @@ def microdata_batches(
     try:
         cursor.execute(sql)
         while batch := cursor.fetchmany(batch_size):
-            if mapped:
-                batch = [_mapped(row, mapped) for row in batch]
             yield batch
     finally:
         # Also when the client goes away mid-download: release the cursor at once.
