@@ -168,7 +168,7 @@ def test_the_database_path_and_the_batched_path_write_the_same_chunks(surveys, c
         survey = _survey("bounded")
         streamed = list(microdata.microdata_csv_lines(db.session, survey, chunk_rows=chunk_rows, batch_size=3))
         batches = microdata.microdata_batches(db.session, survey, batch_size=3)
-        batched = list(microdata.written_chunks(batches, chunk_rows))
+        batched = list(microdata.written_chunks(microdata.microdata_table(survey), batches, chunk_rows))
     assert streamed == batched
     sizes = [min(chunk_rows, ROWS - i) for i in range(0, ROWS, chunk_rows)]
     assert [chunk.count("\r\n") for chunk in streamed] == sizes
@@ -196,7 +196,9 @@ def test_a_download_cut_short_leaves_the_connection_usable(surveys):
         survey = _survey("bounded")
         for lines in (
             microdata.microdata_csv_lines(db.session, survey, chunk_rows=2),
-            microdata.written_chunks(microdata.microdata_batches(db.session, survey, batch_size=2), 2),
+            microdata.written_chunks(
+                microdata.microdata_table(survey), microdata.microdata_batches(db.session, survey, batch_size=2), 2
+            ),
         ):
             assert next(lines).count("\r\n") == 2
             lines.close()  # the client went away
@@ -252,3 +254,15 @@ def test_the_labelled_files_of_a_survey_without_answers_have_no_rows(app, user, 
     frame, meta = (pyreadstat.read_sav if file_format == "sav" else pyreadstat.read_dta)(str(path))
     assert len(frame) == 0 and meta.number_rows in (0, None)
     assert list(frame.columns) == ["submission", "submitted_on", "smoked", "often", "group", "age", "drinks", "in_1"]
+
+
+def test_plain_rows_write_what_row_writes_and_refuse_what_row_would_convert():
+    table = CsvTable([("n", "number"), ("day", "text"), ("x", "number")])
+    rows = [(1, "2026-11-01", None), (2, "2026-11-02", -0.125), (3, None, 7)]
+    assert table.plain_rows(rows) == "".join(table.row(r) for r in rows)
+    with pytest.raises(ValueError, match="neutralizing"):
+        table.plain_rows([(1, "=1+1", 0)])
+    with pytest.raises(TypeError):
+        table.plain_rows([(1, "2026-11-01", "-1")])  # a string in a number column
+    with pytest.raises(TypeError):
+        table.plain_rows([(1, "2026-11-01", True)])  # row() refuses a bool as well

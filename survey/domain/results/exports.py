@@ -28,10 +28,13 @@ from survey.domain.results.csvfile import ColumnType, CsvTable
 from survey.domain.results.microdata import (
     MICRODATA_BATCH_SIZE,
     MICRODATA_CHUNK_ROWS,
-    MICRODATA_FIXED_COLUMNS,
-    microdata_columns,
     microdata_csv_lines,
+    microdata_table,
 )
+from survey.domain.results.microdata import (  # re-exported: the microdata's columns are part of this module's surface
+    MICRODATA_FIXED_COLUMNS as MICRODATA_FIXED_COLUMNS,
+)
+from survey.domain.results.microdata import microdata_columns as microdata_columns
 from survey.domain.surveys.kinds import NUMBERS, kind_of
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 
@@ -302,11 +305,7 @@ def microdata_csv(
 
     Everything about the survey is read before the first chunk (a streamed response outlives the
     view that made it)."""
-    header = microdata_columns(survey)
-    table = CsvTable(
-        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
-        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
-    )
+    table = microdata_table(survey)
     lines = microdata_csv_lines(session, survey, chunk_rows=chunk_rows, batch_size=batch_size)
     return itertools.chain([table.header()], lines)
 

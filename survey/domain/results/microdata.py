@@ -9,22 +9,21 @@ time and passed on in chunks: Python neither builds a row object nor formats a c
 costs about what the ``COPY`` costs (benchmarks/scale_exports.md), and memory does not grow with
 the number of submissions. Everywhere else (SQLite, and a survey with a Laplace randomized number,
 whose reports have no bounded grid to look up) the same query's rows are fetched a batch at a time
-(a server-side cursor on PostgreSQL) and written by the csv module.
+(a server-side cursor on PostgreSQL) and written by ``CsvTable`` a chunk at a time.
 
 Both ways give the very bytes :class:`survey.domain.results.csvfile.CsvTable` writes (the tests hold
 them to each other and to a row-by-row reference): every cell of a microdata row is a number or a
 date, so no cell needs quoting or neutralizing; an integer is written as is, a randomized number's
 report as Python's ``repr`` of the float (on PostgreSQL looked up from a table computed here, never
 formatted by the server, whose float output differs); lines end in ``\\r\\n``. The header goes
-through ``CsvTable`` like every other CSV line the project writes.
+through ``CsvTable`` like every other CSV line the project writes, and so do the rows fetched in
+batches (:meth:`CsvTable.plain_rows`).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import functools
-import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from survey.domain.models import Survey
+from survey.domain.results.csvfile import CsvTable
 from survey.domain.surveys.variable_names import variable_names
 
 #: The microdata columns that precede one column per question key.
@@ -94,6 +94,15 @@ def microdata_columns(survey: Survey) -> list[str]:
     return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
 
 
+def microdata_table(survey: Survey) -> CsvTable:
+    """The microdata's columns and their types: every cell a number but the day."""
+    header = microdata_columns(survey)
+    return CsvTable(
+        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
+        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
+    )
+
+
 def _pivot_sql(
     survey: Survey, columns: list[_Column], dialect: str, lookups: bool, day_origin: dt.date | None = None
 ) -> tuple[str, dict[str, Any]]:
@@ -148,7 +157,8 @@ def microdata_csv_lines(
     if dialect == "postgresql" and _copyable(columns):
         sql, params = _pivot_sql(survey, columns, dialect, lookups=True)
         return _copy_chunks(session, sql, params, chunk_rows)
-    return written_chunks(microdata_batches(session, survey, batch_size=batch_size, columns=columns), chunk_rows)
+    batches = microdata_batches(session, survey, batch_size=batch_size, columns=columns)
+    return written_chunks(microdata_table(survey), batches, chunk_rows)
 
 
 def _copy_chunks(session: Session, sql: str, params: dict[str, Any], chunk_rows: int) -> Iterator[str]:
@@ -166,26 +176,21 @@ def _copy_chunks(session: Session, sql: str, params: dict[str, Any], chunk_rows:
             yield b"".join(rows).replace(b"\n", b"\r\n").decode("ascii")
 
 
-def written_chunks(batches: Iterator[list[tuple[Any, ...]]], chunk_rows: int) -> Iterator[str]:
-    """The csv module writes what CsvTable writes for cells that are all numbers and ISO dates:
-    integers as is, floats by ``repr``, None as an empty cell."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    pending = 0
+def written_chunks(table: CsvTable, batches: Iterator[list[tuple[Any, ...]]], chunk_rows: int) -> Iterator[str]:
+    """What CsvTable writes for these rows, ``chunk_rows`` rows a chunk, at the csv module's pace
+    (:meth:`CsvTable.plain_rows`: the cells are numbers and ISO dates, checked a column at a time)."""
+    pending: list[tuple[Any, ...]] = []
     for batch in batches:
         start = 0
         while start < len(batch):
-            part = batch[start : start + chunk_rows - pending]
-            writer.writerows(part)
+            part = batch[start : start + chunk_rows - len(pending)]
+            pending.extend(part)
             start += len(part)
-            pending += len(part)
-            if pending == chunk_rows:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-                pending = 0
+            if len(pending) == chunk_rows:
+                yield table.plain_rows(pending)
+                pending = []
     if pending:
-        yield buffer.getvalue()
+        yield table.plain_rows(pending)
 
 
 def microdata_batches(
