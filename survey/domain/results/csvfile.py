@@ -89,6 +89,29 @@ class CsvTable:
         """Several lines at once (a chunk of a streamed file)."""
         return "".join(self.row(values) for values in rows)
 
+    def plain_rows(self, rows: Sequence[Sequence[Any]]) -> str:
+        """Many lines at the csv module's pace, for a table of many rows whose cells need no
+        conversion: the same text :meth:`rows` writes, provided a number column holds only ``int``,
+        ``float`` or None and a text column only ``str`` or None that no spreadsheet would take for
+        a formula (the microdata: numbers and ISO dates). Checked a column at a time (types by
+        ``set(map(type, ...))``, texts by their first character), so a value that would need
+        :meth:`row`'s conversion is refused, never written as it is."""
+        if not rows:
+            return ""
+        for cell, column in zip(self._cells, zip(*rows, strict=True), strict=True):
+            kinds = set(map(type, column)) - {type(None)}
+            if cell is _number_cell and not kinds <= {int, float}:
+                raise TypeError(f"a number column got values of the types {sorted(k.__name__ for k in kinds)}")
+            if cell is _text_cell:
+                if not kinds <= {str}:
+                    raise TypeError("plain_rows writes texts only as they are")
+                if any(neutralize(v) != v for v in set(column) - {None}):
+                    raise ValueError("a text cell that needs neutralizing: write it with row()")
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._writer.writerows(rows)
+        return self._buffer.getvalue()
+
     def _line(self, cells: list[Any]) -> str:
         self._buffer.seek(0)
         self._buffer.truncate()

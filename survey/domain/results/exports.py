@@ -14,19 +14,27 @@ to which key. Every field is described in ``docs/exports.md``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from survey.domain.models import Answer, Question, Submission, Survey
+from survey.domain.models import Question, Survey
 from survey.domain.responses.tallies import number_results, results_total_epsilon, survey_counts, survey_results
-from survey.domain.results.coding import researcher_code, researcher_matrix, researcher_options, stored_order
+from survey.domain.results.coding import researcher_matrix, researcher_options, stored_order
 from survey.domain.results.csvfile import ColumnType, CsvTable
+from survey.domain.results.microdata import (
+    MICRODATA_BATCH_SIZE,
+    MICRODATA_CHUNK_ROWS,
+    microdata_csv_lines,
+    microdata_table,
+)
+from survey.domain.results.microdata import (  # re-exported: the microdata's columns are part of this module's surface
+    MICRODATA_FIXED_COLUMNS as MICRODATA_FIXED_COLUMNS,
+)
+from survey.domain.results.microdata import microdata_columns as microdata_columns
 from survey.domain.surveys.kinds import NUMBERS, kind_of
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 
@@ -58,14 +66,6 @@ ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
     ("simulated_truth", "number"),
 )
 ESTIMATE_COLUMNS = tuple(name for name, _ in ESTIMATE_TABLE)
-
-#: The microdata columns that precede one column per question key.
-MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
-
-#: Submissions per chunk of the streamed microdata: large enough to keep the overhead small, small
-#: enough that memory does not depend on the number of respondents.
-MICRODATA_CHUNK_ROWS = 500
-MICRODATA_BATCH_SIZE = 1000
 
 MATRIX_NOTE = (
     "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
@@ -292,12 +292,6 @@ def estimates_csv(session: Session, survey: Survey, level: float = LEVEL) -> str
 # -- microdata -------------------------------------------------------------------------------------
 
 
-def microdata_columns(survey: Survey) -> list[str]:
-    """The header: fixed columns, then one per question in survey order (the codebook's order),
-    named by :func:`survey.domain.surveys.variable_names.variable_names`."""
-    return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
-
-
 def microdata_csv(
     session: Session,
     survey: Survey,
@@ -305,78 +299,15 @@ def microdata_csv(
     chunk_rows: int = MICRODATA_CHUNK_ROWS,
     batch_size: int = MICRODATA_BATCH_SIZE,
 ) -> Iterator[str]:
-    """The randomized microdata as CSV text chunks, one row per submission (see :func:`microdata_rows`).
+    """The randomized microdata as CSV text chunks: the header, then ``chunk_rows`` submissions at a
+    time, one row per submission (:mod:`survey.domain.results.microdata`: on PostgreSQL the server's
+    own ``COPY`` output, elsewhere rows fetched in batches of ``batch_size``).
 
     Everything about the survey is read before the first chunk (a streamed response outlives the
     view that made it)."""
-    header = microdata_columns(survey)
-    table = CsvTable(
-        [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
-        + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
-    )
-    return _csv_chunks(table, microdata_rows(session, survey, batch_size=batch_size), chunk_rows)
-
-
-def _csv_chunks(table: CsvTable, rows: Iterator[tuple[int, Any, list[int | None]]], chunk_rows: int) -> Iterator[str]:
-    yield table.header()
-    lines: list[str] = []
-    for number, date, cells in rows:
-        lines.append(table.row([number, date.isoformat(), *cells]))
-        if number % chunk_rows == 0:
-            yield "".join(lines)
-            lines.clear()
-    if lines:
-        yield "".join(lines)
-
-
-def microdata_rows(
-    session: Session, survey: Survey, *, batch_size: int = MICRODATA_BATCH_SIZE
-) -> Iterator[tuple[int, Any, list[int | None]]]:
-    """``(row number, day, values)`` per submission, the values in the researcher's codes in
-    question order (None where a question was not answered); a randomized number's value is its
-    report in the question's units (its mechanism's ``value_of`` the code sent).
-
-    The answers are read in submission order with ``yield_per``, so the database hands them over in
-    batches (a server-side cursor on PostgreSQL) and memory stays the same whatever the number of
-    respondents. Rows are numbered 1..N in stored order; the database ids are not exported.
-    """
-    position = {q.id: i for i, q in enumerate(survey.questions)}
-    recode = {q.id: q for q in survey.questions if q.kind_entry.reversed_codes}
-    units = {q.id: q.mechanism() for q in survey.questions if q.kind_entry.randomized_number}
-    statement = (
-        select(Answer.submission_id, Submission.submitted_on, Answer.question_id, Answer.value)
-        .join(Submission, Submission.id == Answer.submission_id)
-        .where(Submission.survey_id == survey.id)
-        .order_by(Answer.submission_id)
-        .execution_options(yield_per=batch_size)
-    )
-    return _rows(session, statement, position, recode, units)
-
-
-def _rows(
-    session: Session,
-    statement: Any,
-    position: dict[int, int],
-    recode: dict[int, Question],
-    units: dict[int, Any] | None = None,
-) -> Iterator[tuple[int, Any, list[int | float | None]]]:
-    units = units or {}
-    result = session.execute(statement)
-    try:
-        for number, (_, group) in enumerate(groupby(result, key=itemgetter(0)), start=1):
-            answers = list(group)
-            cells: list[int | float | None] = [None] * len(position)
-            for _, _, question_id, value in answers:
-                question = recode.get(question_id)
-                mechanism = units.get(question_id)
-                if mechanism is not None:
-                    cells[position[question_id]] = float(mechanism.value_of(value))
-                else:
-                    cells[position[question_id]] = value if question is None else researcher_code(question, value)
-            yield number, answers[0][1], cells
-    finally:
-        # Also when the client goes away mid-download: release the cursor at once.
-        result.close()
+    table = microdata_table(survey)
+    lines = microdata_csv_lines(session, survey, chunk_rows=chunk_rows, batch_size=batch_size)
+    return itertools.chain([table.header()], lines)
 
 
 # -- codebook --------------------------------------------------------------------------------------

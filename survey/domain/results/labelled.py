@@ -1,6 +1,6 @@
 """The microdata for SPSS (``.sav``) and Stata (``.dta``), with variable and value labels.
 
-Same rows and codes as ``responses.csv`` (:func:`survey.domain.results.exports.microdata_rows`): yes = 1 and
+Same rows and codes as ``responses.csv`` (:func:`survey.domain.results.microdata.microdata_batches`): yes = 1 and
 no = 0, a choice question's options 0 .. k-1, a number question's value as answered, an unanswered
 question missing. What the CSV cannot carry is carried here: each variable's label is its question's
 text, and each coded variable has value labels, so SPSS and Stata (and R through ``haven``) show
@@ -9,8 +9,11 @@ read them). Columns have the names every export uses (:mod:`survey.domain.survey
 SPSS and Stata alike, and the Stata file is format 118 (Stata 14 and later), the one docs/exports.md
 names and R's ``haven`` reads.
 
-The file is built in memory: a table of integers, 1,000,000 submissions of 10 questions is about
-100 MB in pandas, which the download streams from a temporary file.
+The file is written in bounded memory: pyreadstat writes its descriptions (names, labels, value
+labels, formats) from a one-row template of the right types, and the rows follow a batch at a time
+(:mod:`survey.domain.results.labelled_rows`), so a million submissions cost the worker the memory of
+one batch, not of the table (377 MB before, benchmarks/scale_exports.md). The download streams the
+finished file from a temporary file.
 """
 
 from __future__ import annotations
@@ -28,7 +31,13 @@ from sqlalchemy.orm import Session
 
 from survey.domain.models import Survey
 from survey.domain.results.coding import researcher_options, stored_order
-from survey.domain.results.exports import MICRODATA_FIXED_COLUMNS, microdata_columns, microdata_rows
+from survey.domain.results.labelled_rows import open_rows
+from survey.domain.results.microdata import (
+    MICRODATA_BATCH_SIZE,
+    MICRODATA_FIXED_COLUMNS,
+    microdata_arrays,
+    microdata_columns,
+)
 from survey.domain.surveys.variable_names import variable_names
 from survey.domain.surveys.wording import COMBINED_OPTIONS
 
@@ -43,26 +52,27 @@ STATA_VERSION = 14
 SPSS_NOTE_WIDTH = 80
 
 
-def microdata_frame(session: Session, survey: Survey) -> pd.DataFrame:
-    """The microdata as a DataFrame: integer columns that may be missing (pandas' ``Int32``)."""
-    numbers: list[int] = []
-    days: list[dt.date] = []
-    values: list[list[int | None]] = []
-    for number, day, cells in microdata_rows(session, survey):
-        numbers.append(number)
-        days.append(day)
-        values.append(cells)
+#: The template row's day (any day: the row is replaced by the real ones).
+TEMPLATE_DAY = dt.date(2000, 1, 1)
+#: Day numbers of each format's dates: SPSS counts seconds from 1582-10-14, Stata days from 1960-01-01.
+DATE_ORIGIN = {"sav": dt.date(1582, 10, 14), "dta": dt.date(1960, 1, 1)}
+DATE_UNIT = {"sav": 86400.0, "dta": 1.0}
+
+
+def template_frame(survey: Survey) -> pd.DataFrame:
+    """One row with the microdata's column types: whole numbers that may be missing (pandas'
+    ``Int32``), a date, and a randomized number's reports as ``Float64``. pyreadstat decides each
+    variable's type from these, never from the values."""
     names = microdata_columns(survey)
     frame = pd.DataFrame(
         {
-            MICRODATA_FIXED_COLUMNS[0]: np.array(numbers, dtype=np.int32),
-            MICRODATA_FIXED_COLUMNS[1]: days,
+            MICRODATA_FIXED_COLUMNS[0]: np.array([1], dtype=np.int32),
+            MICRODATA_FIXED_COLUMNS[1]: [TEMPLATE_DAY],
         }
     )
-    grid = np.array(values, dtype=object).reshape(len(values), len(names) - len(MICRODATA_FIXED_COLUMNS))
     reports = set(report_columns(survey))
-    for j, name in enumerate(names[len(MICRODATA_FIXED_COLUMNS) :]):
-        frame[name] = pd.array(list(grid[:, j]), dtype="Float64" if name in reports else "Int32")
+    for name in names[len(MICRODATA_FIXED_COLUMNS) :]:
+        frame[name] = pd.array([None], dtype="Float64" if name in reports else "Int32")
     return frame
 
 
@@ -92,9 +102,18 @@ def _labels(survey: Survey) -> tuple[dict[str, str], dict[str, dict[int, str]]]:
     return column_labels, value_labels
 
 
-def write_labelled(session: Session, survey: Survey, file_format: str, path: Path) -> None:
-    """Write the labelled microdata of ``survey`` as ``file_format`` ("sav" or "dta") to ``path``."""
-    frame = microdata_frame(session, survey)
+def write_labelled(
+    session: Session, survey: Survey, file_format: str, path: Path, *, batch_size: int = MICRODATA_BATCH_SIZE
+) -> None:
+    """Write the labelled microdata of ``survey`` as ``file_format`` ("sav" or "dta") to ``path``:
+    the descriptions by pyreadstat, then the rows ``batch_size`` at a time."""
+    frame = template_frame(survey)
+    write_frame(frame, survey, file_format, path)
+    _write_rows(session, survey, file_format, path, len(frame.columns), batch_size)
+
+
+def write_frame(frame: pd.DataFrame, survey: Survey, file_format: str, path: Path) -> None:
+    """pyreadstat's file of ``frame`` (the microdata's columns) with the survey's labels."""
     column_labels, value_labels = _labels(survey)
     reports = set(report_columns(survey))
     note = (
@@ -132,6 +151,15 @@ def write_labelled(session: Session, survey: Survey, file_format: str, path: Pat
         )
     else:
         raise ValueError(f"unknown format {file_format!r}")
+
+
+def _write_rows(session: Session, survey: Survey, file_format: str, path: Path, width: int, batch_size: int) -> None:
+    handle, rows = open_rows(path, file_format, width)
+    with handle:
+        for values in microdata_arrays(session, survey, DATE_ORIGIN[file_format], batch_size=batch_size):
+            values[:, 1] *= DATE_UNIT[file_format]
+            rows.write(values)
+        rows.close()
 
 
 def labelled_file(session: Session, survey: Survey, file_format: str) -> Any:

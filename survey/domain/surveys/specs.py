@@ -72,7 +72,7 @@ QUESTION_FIELDS = {
 }
 #: The widest range a number question may have (the answers table holds 32-bit integers).
 NUMBER_LIMIT = 1_000_000_000
-#: Microdata columns that precede the question columns (survey.domain.results.exports.MICRODATA_FIXED_COLUMNS).
+#: Microdata columns that precede the question columns (survey.domain.results.microdata.MICRODATA_FIXED_COLUMNS).
 RESERVED_KEYS = frozenset({"submission", "submitted_on"})
 MAX_QUESTIONS = 200
 MAX_OPTIONS = 50
