@@ -378,3 +378,29 @@ def test_a_body_over_the_limit_is_refused_whatever_its_framing(served_on_sqlite)
         survey = db.session.scalar(select(Survey).where(Survey.slug == "small-test"))
         assert survey_counts(db.session, survey).submissions == stored
         db.engine.dispose()
+
+
+def test_gunicorn_opens_no_shared_control_socket_unless_given_a_path(monkeypatch):
+    """gunicorn 25.1+ would open its control socket at one path per user, which a second master on
+    the machine takes over (and removes when it stops): off, unless CONTROL_SOCKET names a path."""
+    import importlib
+
+    from gunicorn.config import Config
+
+    import survey.platform.gunicorn_conf as conf
+
+    def settings() -> dict:
+        module = importlib.reload(conf)
+        return {
+            name: getattr(module, name)
+            for name in ("control_socket_disable", "control_socket")
+            if hasattr(module, name)
+        }
+
+    monkeypatch.delenv("CONTROL_SOCKET", raising=False)
+    assert settings() == {"control_socket_disable": True}
+    monkeypatch.setenv("CONTROL_SOCKET", "/run/survey-a/gunicorn.ctl")
+    assert settings() == {"control_socket_disable": False, "control_socket": "/run/survey-a/gunicorn.ctl"}
+    assert {"control_socket_disable", "control_socket"} <= set(Config().settings)  # names gunicorn reads
+    monkeypatch.delenv("CONTROL_SOCKET")
+    importlib.reload(conf)

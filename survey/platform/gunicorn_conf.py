@@ -55,6 +55,13 @@ logger_class = "survey.platform.access_log.AccessLog"
 # the line AccessLog writes, in gunicorn's terms (it is what gunicorn's own logger would write with it)
 access_log_format = "%(m)s %(U)s %(s)s %(B)s %(M)sms"
 errorlog = "-"
+# gunicorn 25.1+ opens a control socket (for ``gunicornc``) at one path per user,
+# ~/.gunicorn/gunicorn.ctl: a second master on the machine (another host's, a test's, a deploy
+# beside the old one) takes it over, and whichever stops first removes it for the other. Off unless
+# CONTROL_SOCKET names a path of this master's own.
+control_socket_disable = "CONTROL_SOCKET" not in os.environ
+if not control_socket_disable:
+    control_socket = os.environ["CONTROL_SOCKET"]
 
 
 def on_starting(server) -> None:
