@@ -28,9 +28,9 @@
   "use strict";
 
   /* The sentences this script shows, in the page's language: survey.html writes them, translated on
-   * the server, into a JSON block (id "respond-words"; a data block, not a script, so the
+   * the server, as JSON in the data-words attribute of #respond-words (no inline script: the
    * Content-Security-Policy's script-src 'self' holds). word() fills its {name} placeholders. */
-  var WORDS = JSON.parse(document.getElementById("respond-words").textContent);
+  var WORDS = JSON.parse(document.getElementById("respond-words").dataset.words);
 
   function word(name, values) {
     return WORDS[name].replace(/\{(\w+)\}/g, function (whole, key) {
