@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from babel.lists import format_list
 from flask import Flask, Response, current_app, request
 
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
@@ -44,6 +45,14 @@ def select_locale() -> str:
     if not _respondent_request():
         return DEFAULT
     return _asked() or request.accept_languages.best_match(LANGUAGES) or DEFAULT
+
+
+def word_list(items: list[object]) -> str:
+    """``items`` as the page's language lists them: "1, 2 and 3", "1, 2 y 3", "1 و2 و3" (CLDR's list
+    patterns, through Babel)."""
+    from flask_babel import get_locale
+
+    return format_list([str(item) for item in items], locale=get_locale() or DEFAULT)
 
 
 def text_direction(locale: str) -> str:
@@ -104,6 +113,7 @@ def init_app(app: Flask) -> None:
             "page_language": locale,
             "page_direction": text_direction(locale),
             "language_links": language_links,
+            "word_list": word_list,
             # The switch, on the respondent's pages a plain GET reached (a link cannot repeat a POST).
             "language_switch": _respondent_request() and request.method == "GET",
         }
