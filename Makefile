@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # The PostgreSQL server the scale benchmark creates its databases on.
 BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test test-fast test-browser lint bench chromium r wrk clean messages errors-doc
+.PHONY: run test test-fast test-browser lint bench chromium r wrk clean messages translations errors-doc
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -109,6 +109,13 @@ test-browser: $(VENV)/.test-installed chromium node_modules/.installed
 # templates/ (babel.cfg), into messages.pot (not committed: it is made again whenever it is needed).
 messages: $(VENV)/.installed
 	$(BIN)/pybabel extract --no-location --sort-output --ignore-dirs ".* _* node_modules instance" -F babel.cfg -k N_ -o messages.pot .
+
+# The respondent's catalogs (docs/translations.md): new respondent sentences merged into each
+# survey/translations/<lang>/LC_MESSAGES/messages.po (empty, for the translator), and every
+# messages.mo compiled again. The .mo files are committed, so a fresh clone runs without this step;
+# tests/test_translations.py fails while a sentence lacks a translation or a .mo is stale.
+translations: $(VENV)/.installed
+	$(BIN)/python -m survey.platform.translations
 
 # docs/errors.md, the table of every error code, from the catalog (survey/domain/messages.py).
 errors-doc: $(VENV)/.installed

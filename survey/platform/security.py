@@ -5,11 +5,12 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from flask import Flask, Response, abort, current_app, g, jsonify, render_template, request
+from flask_babel import gettext
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-from survey.domain.messages import message
+from survey.domain.messages import N_, message
 from survey.domain.validation import text_problem
 
 #: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
@@ -31,15 +32,18 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 MESSAGES = {
-    400: "The request could not be understood.",
-    403: "You are not allowed to do that.",
-    404: "There is nothing here.",
-    405: "That method is not allowed here.",
-    409: "That conflicts with the current state.",
-    413: "The request is too large: a survey submission is never this big.",
-    415: "Send JSON with the header Content-Type: application/json.",
-    429: "Too many attempts from your connection: wait a minute, then try again. Nothing was changed.",
+    400: N_("The request could not be understood."),
+    403: N_("You are not allowed to do that."),
+    404: N_("There is nothing here."),
+    405: N_("That method is not allowed here."),
+    409: N_("That conflicts with the current state."),
+    413: N_("The request is too large: a survey submission is never this big."),
+    415: N_("Send JSON with the header Content-Type: application/json."),
+    429: N_("Too many attempts from your connection: wait a minute, then try again. Nothing was changed."),
 }
+#: A form sent without its CSRF token, or with an expired one (``reason``: Flask-WTF's words).
+FORM_EXPIRED = N_("The form expired or was not sent from this site ({reason}). Reload the page and try again.")
+SOMETHING_WRONG = N_("Something went wrong.")
 
 
 def wants_json() -> bool:
@@ -82,7 +86,9 @@ def error_response(status: int, message: str) -> tuple[Response | str, int]:
     # A refusal (4xx) comes before any change, or after one that was rolled back; an unexpected
     # error (5xx) may come after a commit, so the page says nothing was changed only when it knows.
     unchanged = status < 500 or request.method in ("GET", "HEAD", "OPTIONS")
-    return render_template("error.html", status=status, message=message, unchanged=unchanged), status
+    # The page in the request's language: one of MESSAGES is translated here; a sentence that already
+    # is (a domain error's, survey.web.common.localized) has no entry and is shown as it came.
+    return render_template("error.html", status=status, message=gettext(message), unchanged=unchanged), status
 
 
 def signed_in() -> bool:
@@ -171,15 +177,12 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):
-        return error_response(
-            400,
-            f"The form expired or was not sent from this site ({error.description}). Reload the page and try again.",
-        )
+        return error_response(400, gettext(FORM_EXPIRED).format(reason=error.description))
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
         status = error.code or 500
-        message = MESSAGES.get(status, error.description or "Something went wrong.")
+        message = MESSAGES.get(status, error.description or SOMETHING_WRONG)
         if status == 400 and error.description and "browser (or proxy)" not in error.description:
             message = error.description
         return error_response(status, message)

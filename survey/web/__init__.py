@@ -18,7 +18,7 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     """Register every blueprint, and what they share (:func:`survey.web.common.init_app`)."""
-    from . import auth, common, ids
+    from . import auth, common, ids, languages
     from .admin import bp as admin_bp
     from .api import bp as api_bp
     from .organize import bp as organize_bp
@@ -26,6 +26,7 @@ def init_app(app: Flask) -> None:
     from .results import bp as results_bp
 
     ids.init_app(app)
+    languages.init_app(app)
     auth.init_app(app)
     app.register_blueprint(respond_bp)
     app.register_blueprint(results_bp)

@@ -27,6 +27,17 @@
 (function () {
   "use strict";
 
+  /* The sentences this script shows, in the page's language: survey.html writes them, translated on
+   * the server, as JSON in the data-words attribute of #respond-words (no inline script: the
+   * Content-Security-Policy's script-src 'self' holds). word() fills its {name} placeholders. */
+  var WORDS = JSON.parse(document.getElementById("respond-words").dataset.words);
+
+  function word(name, values) {
+    return WORDS[name].replace(/\{(\w+)\}/g, function (whole, key) {
+      return values && key in values ? String(values[key]) : whole;
+    });
+  }
+
   var form = document.getElementById("survey-form");
   if (!form || !window.SurveyRandomizer) {
     return;
@@ -123,7 +134,7 @@
     if (error) {
       error.hidden = !missing;
       if (missing) {
-        error.textContent = message || "Please answer this question.";
+        error.textContent = message || word("answer_this");
       }
     }
   }
@@ -137,8 +148,8 @@
     var text = input.value.trim();
     var randomized = fieldset.hasAttribute("data-randomized");
     var rule = randomized
-      ? "Please type a number, for example " + input.min + "."
-      : "Please type a whole number from " + input.min + " to " + input.max + ".";
+      ? word("type_number", { example: input.min })
+      : word("type_whole_number", { low: input.min, high: input.max });
     if (input.validity && input.validity.badInput) {
       return rule; // typed, but not a number (the browser keeps the value empty)
     }
@@ -344,13 +355,22 @@
     window.addEventListener("beforeunload", holdOnLeaving);
     say(
       "alert",
-      why +
-        " Your answers may or may not have arrived, and they are still here. Sending again is safe: if they did arrive," +
-        " they will not be counted twice." +
-        (shared ? " If you cannot send them now, press “Clear my answers” before you leave this device." : "")
+      why + " " + word("may_have_arrived") + (shared ? " " + word("clear_before_leaving") : "")
     );
-    ready("Send again");
+    ready(word("send_again"));
     showStatus();
+  }
+
+  /* ``text`` without its closing "Nothing was (sent or) stored/changed." in the page's language. */
+  function withoutNothingStored(text) {
+    var endings = [word("nothing_stored"), word("nothing_sent_or_stored"), word("nothing_changed")];
+    for (var i = 0; i < endings.length; i++) {
+      var at = text.lastIndexOf(endings[i]);
+      if (at >= 0 && at + endings[i].length === text.length) {
+        return text.slice(0, at).trim();
+      }
+    }
+    return text;
   }
 
   function refused(httpStatus, html) {
@@ -363,19 +383,30 @@
       text = "";
     }
     if (!text) {
-      text = "The survey did not accept your answers (error " + httpStatus + ").";
+      text = word("not_accepted", { status: httpStatus });
     }
     if (inDoubt) {
       // this attempt was refused, but an earlier one whose outcome is unknown may have been stored
-      text = text.replace(/\s*Nothing was (sent or )?(stored|changed)\.?\s*$/i, "");
-      text += " (Your earlier sending may have arrived; this page cannot tell. Sending again will not count it twice.)";
-    } else if (!/nothing was (sent or )?(stored|changed)/i.test(text)) {
-      text += " Nothing was stored.";
+      text = withoutNothingStored(text);
+      text += " " + word("earlier_may_have_arrived");
+    } else if (withoutNothingStored(text) === text) {
+      text += " " + word("nothing_stored");
     }
     say("alert", text);
-    ready(inDoubt ? "Send again" : sendLabel);
+    ready(inDoubt ? word("send_again") : sendLabel);
     showStatus();
   }
+
+  /* The language switch (base.html) reloads the page, and the answers are kept nowhere but on it (never
+   * in storage): once the respondent answers anything, the switch goes, so that it cannot lose them. */
+  function hideLanguageSwitch(event) {
+    var languages = document.getElementById("language-switch");
+    if (languages && !event.target.hasAttribute("data-try")) {
+      languages.hidden = true;
+    }
+  }
+  form.addEventListener("input", hideLanguageSwitch);
+  form.addEventListener("change", hideLanguageSwitch);
 
   form.addEventListener("input", function (event) {
     var fieldset = event.target.closest("fieldset.question[data-number]");
@@ -413,16 +444,14 @@
       }
     });
     if (invalid.length > 0) {
-      say("alert", "A number is outside what the question accepts; it is marked below.");
+      say("alert", word("number_outside"));
       invalid[0].querySelector("input:not([data-try])").focus();
       return;
     }
     if (missing.length > 0) {
       say(
         "alert",
-        missing.length === 1
-          ? "One required question has no answer yet; it is marked below."
-          : missing.length + " required questions have no answer yet; they are marked below."
+        WORDS.missing[String(missing.length)] || WORDS.missing.many
       );
       missing[0].querySelector("input:not([data-try])").focus();
       return;
@@ -447,25 +476,25 @@
                   refused(response.status, html);
                 });
               } else if (response.status >= 500) {
-                uncertain("The server had a problem (error " + response.status + ").");
+                uncertain(word("server_problem", { status: response.status }));
               } else {
-                uncertain("The server's answer was not the one expected (status " + response.status + ").");
+                uncertain(word("unexpected_answer", { status: response.status }));
               }
             },
             function () {
-              uncertain("The connection failed before an answer came back.");
+              uncertain(word("connection_failed"));
             }
           );
         },
         function () {
           ready();
-          say("alert", "Your answers could not be randomized, so nothing was sent. Please reload the page and try again.");
+          say("alert", word("not_randomized"));
         }
       )
       .catch(function () {
         // the key stays: if anything was stored, sending again is answered "already received"
         ready();
-        say("alert", "Something went wrong on this page. Sending again is safe: your answers will not be counted twice.");
+        say("alert", word("page_failed"));
       });
   });
 
@@ -483,7 +512,7 @@
   window.addEventListener("pageshow", function (event) {
     if (event.persisted) {
       clearReports();
-      ready(inDoubt ? "Send again" : sendLabel);
+      ready(inDoubt ? word("send_again") : sendLabel);
     }
   });
 

@@ -15,6 +15,11 @@ from survey.privacy import Mechanism, Randomizer, mechanism_posterior_bounds, po
 from survey.privacy.deniability import highest_posterior, odds_bound, report_odds
 from survey.privacy.designs import DESIGNS
 
+#: What turns one of this module's English templates into the reader's language before it is filled:
+#: the web layer installs gettext here (survey/web/languages.py); the domain alone, a script or a
+#: test without a request, keeps the English.
+translate: Callable[[str], str] = str
+
 
 def percent(x: float) -> str:
     """62%, 0.5%, 99.9%: whole percents unless that would round a real chance to 0 or 100."""
@@ -110,12 +115,12 @@ def _coin_words(mechanism: Mechanism) -> str:
     params = mechanism.parameters
     p = params.get("truth_probability", params.get("sensitive_probability"))
     f = params.get("yes_probability", params.get("unrelated_yes_rate"))
-    return BROWSER_WORDS["coin"].format(truth=percent(p), forced_yes=percent(f))
+    return translate(BROWSER_WORDS["coin"]).format(truth=percent(p), forced_yes=percent(f))
 
 
 def _warner_words(mechanism: Mechanism) -> str:
     p = mechanism.parameters["p"]
-    return BROWSER_WORDS["warner"].format(truth=percent(p), opposite=percent(1 - p))
+    return translate(BROWSER_WORDS["warner"]).format(truth=percent(p), opposite=percent(1 - p))
 
 
 #: The combined question's two answers, by design: code 0 (the matrix's "yes" row: "same", the
@@ -147,12 +152,12 @@ COMBINED_INSTRUCTIONS = {
 def combined_instruction(mechanism: Mechanism) -> str:
     """The one line telling a respondent how to answer a non-randomized design's combined question."""
     unrelated = mechanism.parameters["unrelated_question"]
-    return COMBINED_INSTRUCTIONS[mechanism.design].format(unrelated=unrelated)
+    return translate(COMBINED_INSTRUCTIONS[mechanism.design]).format(unrelated=unrelated)
 
 
 def _combined_words(design: str) -> Callable[[Mechanism], str]:
     def words(mechanism: Mechanism) -> str:
-        return BROWSER_WORDS[design].format(rate=percent(mechanism.parameters["unrelated_yes_rate"]))
+        return translate(BROWSER_WORDS[design]).format(rate=percent(mechanism.parameters["unrelated_yes_rate"]))
 
     return words
 
@@ -161,12 +166,12 @@ def _grr_words(mechanism: Mechanism) -> str:
     p = mechanism.truth_probability
     others = mechanism.k - 1
     if others == 1:
-        return BROWSER_WORDS["grr_two"].format(truth=percent(p), other=percent(1 - p))
-    return BROWSER_WORDS["grr"].format(truth=percent(p), others=others)
+        return translate(BROWSER_WORDS["grr_two"]).format(truth=percent(p), other=percent(1 - p))
+    return translate(BROWSER_WORDS["grr"]).format(truth=percent(p), others=others)
 
 
 def _forced_words(mechanism: Mechanism) -> str:
-    return BROWSER_WORDS["forced_response"].format(truth=percent(mechanism.truth_probability))
+    return translate(BROWSER_WORDS["forced_response"]).format(truth=percent(mechanism.truth_probability))
 
 
 #: Design id → what the respondent's browser does with the answer, in words. A design in the
@@ -180,10 +185,10 @@ DESIGN_WORDS: dict[str, Callable[[Mechanism], str]] = {
     "crosswise": _combined_words("crosswise"),
     "triangular": _combined_words("triangular"),
     # the designs of numbers: the same words whatever ε (ε is stated beside them)
-    "hybrid": lambda mechanism: BROWSER_WORDS["hybrid"],
-    "duchi": lambda mechanism: BROWSER_WORDS["duchi"],
-    "piecewise": lambda mechanism: BROWSER_WORDS["piecewise"],
-    "laplace": lambda mechanism: BROWSER_WORDS["laplace"],
+    "hybrid": lambda mechanism: translate(BROWSER_WORDS["hybrid"]),
+    "duchi": lambda mechanism: translate(BROWSER_WORDS["duchi"]),
+    "piecewise": lambda mechanism: translate(BROWSER_WORDS["piecewise"]),
+    "laplace": lambda mechanism: translate(BROWSER_WORDS["laplace"]),
 }
 
 
@@ -191,7 +196,7 @@ def describe_design(mechanism: Mechanism) -> str:
     """What the respondent's browser does with their answer, in one or two sentences (the words for
     its design; a custom matrix, or a design without words of its own, gets a general sentence)."""
     words = DESIGN_WORDS.get(mechanism.design)
-    return words(mechanism) if words is not None else BROWSER_WORDS["custom"]
+    return words(mechanism) if words is not None else translate(BROWSER_WORDS["custom"])
 
 
 def _belief_bounds(mechanism: Mechanism, prior: float) -> tuple[str | None, float, float | None]:
@@ -223,7 +228,7 @@ WARNINGS = {
 
 
 def _warning(exposed: str) -> str:
-    return WARNINGS[exposed or "some"]
+    return translate(WARNINGS[exposed or "some"])
 
 
 def deniability_sentence(mechanism: Mechanism, prior: float = 0.5) -> str:
@@ -287,14 +292,14 @@ def deniability_line(mechanism: Mechanism | Randomizer) -> str:
     away gets the full warning instead."""
     odds = odds_text(odds_bound(mechanism.epsilon))
     if not isinstance(mechanism, Mechanism):  # a number mechanism: ε-LDP bounds any statement about it
-        return LINES["numeric"].format(odds=odds)
+        return translate(LINES["numeric"]).format(odds=odds)
     exposed, _, _ = _belief_bounds(mechanism, 0.5)
     if exposed is not None:
         return _warning(exposed)
     design = DESIGNS.get(mechanism.design)
     if design is not None and design.combined:
-        return LINES["combined"].format(odds=odds)
-    return LINES["options"].format(odds=odds)
+        return translate(LINES["combined"]).format(odds=odds)
+    return translate(LINES["options"]).format(odds=odds)
 
 
 TOTAL = {
@@ -317,10 +322,10 @@ def total_deniability_sentence(epsilon: float) -> str:
     about a respondent's true answers can grow at most e^ε-fold, whatever an observer knew before.
     """
     if epsilon <= 0:
-        return TOTAL["none"]
+        return translate(TOTAL["none"])
     if math.isinf(epsilon):
-        return TOTAL["unbounded"]
-    return TOTAL["bounded"].format(odds=odds_text(odds_bound(epsilon)))
+        return translate(TOTAL["unbounded"])
+    return translate(TOTAL["bounded"]).format(odds=odds_text(odds_bound(epsilon)))
 
 
 #: After sending: what was sent for one question, and why it does not give the answer away.
@@ -354,16 +359,20 @@ def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "
     for this very report (:func:`~survey.privacy.deniability.report_odds`); for a number, the ε-LDP
     bound on the density of any report."""
     if not isinstance(mechanism, Mechanism):
-        return SENT["numeric"].format(odds=odds_text(odds_bound(mechanism.epsilon)))
+        return translate(SENT["numeric"]).format(odds=odds_text(odds_bound(mechanism.epsilon)))
     row = mechanism.matrix[report]
     if row.min() <= 0:  # a one-sided design's report that some answers never send: no odds to state
         if _is_yes_no(mechanism):
-            return SENT["gives_away"].format(report=label, answer=mechanism.labels[int(row.argmax())])
-        return SENT["rules_out"].format(report=label, low=percent(row.min()), high=percent(row.max()))
+            return translate(SENT["gives_away"]).format(report=label, answer=mechanism.labels[int(row.argmax())])
+        return translate(SENT["rules_out"]).format(report=label, low=percent(row.min()), high=percent(row.max()))
     odds = odds_text(report_odds(mechanism, report))
     if _is_yes_no(mechanism):
-        return SENT["two_answers"].format(report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds)
-    return SENT["many_answers"].format(report=label, low=percent(row.min()), high=percent(row.max()), odds=odds)
+        return translate(SENT["two_answers"]).format(
+            report=label, if_yes=percent(row[0]), if_no=percent(row[1]), odds=odds
+        )
+    return translate(SENT["many_answers"]).format(
+        report=label, low=percent(row.min()), high=percent(row.max()), odds=odds
+    )
 
 
 def _at_most(belief: float) -> str:

@@ -14,6 +14,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from flask_babel import gettext
+
 from survey.domain.models import Question, Survey
 from survey.domain.surveys.kinds import Kind
 from survey.domain.surveys.wording import (
@@ -108,7 +110,7 @@ class QuestionView:
         """(code, label) of each answer; a combined question's are its combined answers, whose codes are
         the report codes (the matrix's rows)."""
         if self.combined:
-            return list(enumerate(COMBINED_OPTIONS[self.mechanism.design]))
+            return list(enumerate(gettext(label) for label in COMBINED_OPTIONS[self.mechanism.design]))
         return [(o.code, o.label) for o in self.question.options]
 
     @property

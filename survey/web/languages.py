@@ -1,0 +1,119 @@
+"""The language of the respondent's pages: which one a request gets, and the switch between them.
+
+The app's own sentences on the respondent's pages come from the gettext catalogs in
+survey/translations (docs/translations.md). A respondent gets the first of :data:`LANGUAGES` their
+browser asks for (``Accept-Language``), or the one they picked with the switch every respondent page
+shows: a plain link with ``?lang=``, remembered in a cookie ``lang`` that holds the language's code
+and nothing else. The language is never stored with the answers, and the submission carries none.
+
+The organizer's and the results' pages are not translated yet: they stay English (and say so in
+``<html lang>``) whatever the browser asks for.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from babel.lists import format_list
+from flask import Flask, Response, current_app, request
+
+from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
+
+DEFAULT = "en"
+#: The blueprints whose pages a respondent sees.
+RESPONDENT_BLUEPRINTS = frozenset({"respond"})
+COOKIE = "lang"
+#: A year: the choice outlives a visit, and holds nothing but the language's code.
+COOKIE_AGE = 365 * 24 * 3600
+
+
+def _respondent_request() -> bool:
+    return request.blueprint in RESPONDENT_BLUEPRINTS
+
+
+def _asked() -> str | None:
+    """The language the respondent picked (the switch's ``?lang=``, then its cookie), if one we have."""
+    for value in (request.args.get(COOKIE), request.cookies.get(COOKIE)):
+        if value in LANGUAGES:
+            return value
+    return None
+
+
+def select_locale() -> str:
+    """The request's language: English outside the respondent's pages; on them the language picked
+    with the switch, else the browser's first among :data:`LANGUAGES`, else English."""
+    if not _respondent_request():
+        return DEFAULT
+    return _asked() or request.accept_languages.best_match(LANGUAGES) or DEFAULT
+
+
+def word_list(items: list[object]) -> str:
+    """``items`` as the page's language lists them: "1, 2 and 3", "1, 2 y 3", "1 و2 و3" (CLDR's list
+    patterns, through Babel)."""
+    from flask_babel import get_locale
+
+    return format_list([str(item) for item in items], locale=get_locale() or DEFAULT)
+
+
+def text_direction(locale: str) -> str:
+    return "rtl" if locale in RIGHT_TO_LEFT else "ltr"
+
+
+def language_links(code: str | None = None) -> list[dict[str, str | bool]]:
+    """The switch: for each language, a link to this very page in it, and whether it is the page's
+    language. The link carries ``lang`` and, on a page opened with a valid invitation code (which
+    the page then holds anyway), that ``code``; nothing else of the address, so that a page shows
+    nothing of a code it refused."""
+    current = select_locale()
+    kept = [("code", code)] if code else []
+    return [
+        {
+            "code": language,
+            "name": name,
+            "href": request.path + "?" + urlencode([*kept, (COOKIE, language)]),
+            "current": language == current,
+        }
+        for language, name in LANGUAGES.items()
+    ]
+
+
+def _remember_choice(response: Response) -> Response:
+    """The switch's choice, kept in the ``lang`` cookie (the language's code only)."""
+    chosen = request.args.get(COOKIE)
+    if _respondent_request() and chosen in LANGUAGES and request.cookies.get(COOKIE) != chosen:
+        response.set_cookie(
+            COOKIE,
+            chosen,
+            max_age=COOKIE_AGE,
+            samesite="Lax",
+            secure=current_app.config.get("SESSION_COOKIE_SECURE", False),
+            httponly=True,
+        )
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """The locale selector, the cookie the switch sets, and ``lang``/``dir``/the switch for templates."""
+    from flask_babel import get_locale, gettext
+
+    from survey.domain.surveys import wording
+
+    app.extensions["babel"].locale_selector = select_locale
+    app.after_request(_remember_choice)
+    # A {% trans %} block's sentence is one line of words whatever the template's line breaks (as
+    # babel.cfg extracts it).
+    app.jinja_env.policies["ext.i18n.trimmed"] = True
+    # The respondent's words (wording.py) are English templates; here they go through gettext.
+    wording.translate = gettext
+
+    @app.context_processor
+    def _language() -> dict[str, object]:
+        locale = str(get_locale() or DEFAULT)
+        return {
+            "page_language": locale,
+            "page_direction": text_direction(locale),
+            "language_links": language_links,
+            "word_list": word_list,
+            # The switch, on the respondent's pages a plain GET reached (a link cannot repeat a POST).
+            "language_switch": _respondent_request() and request.method == "GET",
+        }
