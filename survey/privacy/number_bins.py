@@ -26,7 +26,7 @@ densities are flat over far wider spans than a run), and each bin holds support 
 edge (on either side) is in the model.
 
     >>> r = direct_bin_shares([0, 3, 7, 10], [10, 20, 30, 40], low=0, high=10, edges=[5])
-    >>> [round(s, 2) for s in r.shares], r.n
+    >>> [round(float(s), 2) for s in r.shares], r.n
     ([0.3, 0.7], 100)
 """
 

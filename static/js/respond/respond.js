@@ -65,6 +65,22 @@
   // An organizer's preview (data-preview): the page works, but nothing can be sent from it.
   var preview = form.hasAttribute("data-preview");
 
+  // "Try it" (try.js) is for the few who open a question's panel: its script comes with the first
+  // opening, not with the page, so a first visit downloads less. (toggle does not bubble: captured.)
+  var tryScript = document.getElementById("try-script");
+  if (tryScript) {
+    var loadTry = function (event) {
+      if (!event.target.open || !event.target.querySelector("[data-try-for]")) {
+        return;
+      }
+      form.removeEventListener("toggle", loadTry, true);
+      var script = document.createElement("script");
+      script.src = tryScript.dataset.src;
+      document.body.appendChild(script);
+    };
+    form.addEventListener("toggle", loadTry, true);
+  }
+
   // Group each question's true-answer radios (arrow keys, one choice) inside the never-sent form.
   fieldsets.forEach(function (fieldset) {
     if (fieldset.hasAttribute("data-randomized")) {
