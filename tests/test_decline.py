@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from sqlalchemy import func, select
@@ -195,3 +196,22 @@ def test_a_declined_submission_by_invitation_is_held_and_released_like_any_other
         ids = {q.key: q.id for q in survey.questions}
         assert counts.submissions == 4 and counts.declined == {ids["drugs"]: 2, ids["drinks"]: 4}
         assert tally_mismatches(db.session, survey) == []
+
+
+def test_the_builder_sets_and_shows_decline_on_a_randomized_question_only(app, signed_in):
+    from .builder import CHOICE, add, new_draft
+
+    slug = new_draft(signed_in)
+    add(signed_in, slug, {**CHOICE, "key": "often", "decline": "y"})
+    add(signed_in, slug, {**CHOICE, "key": "plain"})
+    add(signed_in, slug, {"kind": "direct", "text": "Group?", "options": "a\nb", "key": "group", "decline": "y"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        assert {q.key: q.decline for q in survey.questions} == {"often": True, "plain": False, "group": False}
+    page = text(signed_in.get(f"/surveys/{slug}/build"))
+    assert page.count("May be declined") == 1
+    edit = text(signed_in.get(f"/surveys/{slug}/questions/often/edit"))
+    box = re.search(r'<input[^>]*id="decline"[^>]*>', edit).group(0)
+    assert " checked " in box
+    edit_plain = text(signed_in.get(f"/surveys/{slug}/questions/plain/edit"))
+    assert " checked " not in re.search(r'<input[^>]*id="decline"[^>]*>', edit_plain).group(0)
