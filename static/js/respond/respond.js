@@ -420,7 +420,7 @@
   }
 
   form.addEventListener("input", function (event) {
-    if (event.target.type === "number") {
+    if (event.target.matches("input[type=number]")) {
       keepOneChoice(event.target);
     }
   });
