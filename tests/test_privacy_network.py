@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -32,7 +33,7 @@ import pytest
 from scipy.stats import binomtest
 from sqlalchemy import MetaData, func, select
 
-from survey.domain.models import Answer, HeldSubmission, RespondentCode, Submission, Survey
+from survey.domain.models import DECLINED, Answer, HeldSubmission, Question, RespondentCode, Submission, Survey
 from survey.domain.responses.codes import generate_codes
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
@@ -417,3 +418,97 @@ def test_every_respondent_page_links_to_the_privacy_page(app, client):
         slug = path.split("/")[2].split("?")[0]
         html = client.get(path).get_data(as_text=True)
         assert f'href="/s/{slug}/privacy"' in html, path
+
+
+# -- declining: what a declined question sends ----------------------------------------------------
+
+#: Questions that may be declined, of every way a page answers them: a matrix drawn in the browser, a
+#: randomized number, a combined question (crosswise: nothing drawn); and one that may not be.
+DECLINING_QUESTIONS = [
+    {**QUESTIONS[1], "decline": True},  # warner
+    {**next(q for q in QUESTIONS if q["key"] == "drinks"), "decline": True},
+    {
+        "key": "cross",
+        "kind": "yes_no",
+        "text": "Did you cheat on the exam?",
+        "decline": True,
+        "privacy": {
+            "design": "crosswise",
+            "unrelated_yes_rate": 0.25,
+            "unrelated_question": "Is your mother's birthday in January, February or March?",
+        },
+    },
+    QUESTIONS[0],  # coin: may not be declined
+]
+DECLINABLE = ["warner", "drinks", "cross"]
+DECLINING_ROUNDS = 8
+
+
+def test_a_declined_question_posts_only_the_marker(tmp_path, browser):
+    """Each browser declines a seeded choice of the questions that allow it (ticking an answer first,
+    then "Prefer not to say", which clears it) and answers the rest: a declined question posts
+    exactly ``declined``, nothing drawn and nothing of the answer ticked before; the others post
+    reports; the database holds a decline for each declined question and nothing else of it."""
+
+    def setup(session):
+        for mode, slug in (("link", "declining-link"), ("invitation", "declining-codes")):
+            spec = {"title": f"Declining ({mode})", "slug": slug, "access": mode, "questions": DECLINING_QUESTIONS}
+            survey = create_survey_from_spec(session, spec)
+            if mode == "invitation":
+                session.flush()
+                made["codes"] = generate_codes(session, survey, DECLINING_ROUNDS)
+
+    made: dict = {}
+    picker = random.Random(4711)
+    posted: list[tuple[str, set[str], dict[str, str]]] = []
+    with live_site(tmp_path, "declining-tests", setup) as (app, base):
+        for i in range(2 * DECLINING_ROUNDS):
+            slug, code = ("declining-link", None) if i % 2 == 0 else ("declining-codes", made["codes"][i // 2])
+            declined = {key for key in DECLINABLE if picker.random() < 0.5}
+            context = browser.new_context()
+            page = context.new_page()
+            captured: list = []
+            context.on("request", lambda request, captured=captured: captured.append(request))
+            page.goto(f"{base}/s/{slug}" + (f"?code={code}" if code else ""))
+            page.locator("#submit-button:not([disabled])").wait_for()
+            page.check("#coin-1")
+            for key in ("warner", "cross"):
+                page.check(f"#{key}-1")  # an answer first: declining must clear it
+            page.fill("#drinks-number", "12.5")
+            for key in declined:
+                page.check(f"#{key}-decline")
+            for key in declined - {"drinks"}:
+                assert not page.is_checked(f"#{key}-1")
+            if "drinks" in declined:
+                assert page.input_value("#drinks-number") == ""
+            with page.expect_navigation():
+                page.click("#submit-button")
+            assert page.url == f"{base}/s/{slug}/thanks", page.text_content("main")
+            posts = [r.post_data or "" for r in captured if r.method == "POST"]
+            context.close()
+            assert len(posts) == 1
+            pairs = parse_qsl(posts[0], keep_blank_values=True)
+            names = [name for name, _ in pairs]
+            assert len(names) == len(set(names)), names
+            posted.append((slug, declined, dict(pairs)))
+        with app.app_context():
+            rows = db.session.execute(
+                select(Question.key, Answer.value).join(Answer, Answer.question_id == Question.id)
+            ).all()
+            held = db.session.scalars(select(HeldSubmission.answers)).all()
+            ids = {q.id: q.key for q in db.session.scalars(select(Question))}
+    assert {slug for slug, _, _ in posted} == {"declining-link", "declining-codes"}
+    assert any(declined for _, declined, _ in posted) and any(set(DECLINABLE) - d for _, d, _ in posted)
+    for _slug, declined, fields in posted:
+        for key in DECLINABLE:
+            value = fields[f"q_{key}"]
+            if key in declined:
+                assert value == "declined", (key, value)
+            else:
+                assert re.fullmatch(r"-?[0-9]+", value), (key, value)
+        assert re.fullmatch(r"[01]", fields["q_coin"])
+        assert "12.5" not in "&".join(f"{n}={v}" for n, v in fields.items() if n != "csrf_token")
+    stored_values = [(key, value) for key, value in rows] + [(ids[q], v) for answers in held for q, v in answers]
+    declines = Counter(key for key, value in stored_values if value == DECLINED)
+    assert declines == Counter(key for _, declined, _ in posted for key in declined)
+    assert not any(key == "coin" and value == DECLINED for key, value in stored_values)

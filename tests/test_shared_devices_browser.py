@@ -78,6 +78,8 @@ QUESTIONS = [
     {"key": "group", "kind": "direct", "text": "Which group?", "options": ["x", "y", "z"]},
 ]
 TRUTH = {"coin": 0, "five": 3, "forced": 1, "group": 2}
+#: The same questions, the five-option one and the forced one open to "Prefer not to say".
+DECLINING = [{**q, "decline": True} if q["key"] in ("five", "forced") else q for q in QUESTIONS]
 SURVEYS = {
     # slug: (access, shared_devices)
     "lab-computer": ("link", True),
@@ -87,6 +89,7 @@ SURVEYS = {
     "retry-shared": ("link", True),
     "retry-own": ("link", False),
     "closes-meanwhile": ("link", True),
+    "lab-declining": ("link", True),
 }
 
 
@@ -96,8 +99,9 @@ def live_server(tmp_path_factory):
 
     def setup(session):
         for slug, (access, shared) in SURVEYS.items():
+            questions = DECLINING if slug == "lab-declining" else QUESTIONS
             survey = create_survey_from_spec(
-                session, {"title": f"Survey {slug}", "slug": slug, "access": access, "questions": QUESTIONS}
+                session, {"title": f"Survey {slug}", "slug": slug, "access": access, "questions": questions}
             )
             # set as an attribute, not through the spec, so that the same test runs (and fails) on a
             # version of the code that does not know the setting
@@ -133,7 +137,7 @@ SEEDED = """words => {
 }"""
 
 NOTHING_ANSWERED = """() => ({
-  checked: document.querySelectorAll("input[type=radio]:checked").length,
+  checked: document.querySelectorAll("input[type=radio]:checked, input[type=checkbox]:checked").length,
   typed: Array.from(document.querySelectorAll("input[type=number]")).filter(i => i.value !== "").length,
   reported: Array.from(document.querySelectorAll("input[data-reported-for]")).filter(i => i.value !== "").length,
   key: (document.getElementById("submission-key") || {value: ""}).value,
@@ -481,3 +485,43 @@ def test_the_new_states_are_accessible_and_run_under_the_content_security_policy
     check()
     assert not blocked, blocked
     context.close()
+
+
+def test_twenty_people_at_one_device_each_draw_afresh_and_find_nothing_of_the_one_before(live_server, context):
+    """Twenty respondents, one after the other in ONE browser context, on a shared-device survey where
+    some decline a question: each finds an empty page (no answer ticked, no decline, no key, nothing
+    kept in the browser), each report is a fresh draw from the words served to that respondent (a
+    declined question draws nothing and posts only the marker), and at the end no page the back
+    button reaches holds a filled form."""
+    _, base, codes = live_server
+    page = context.new_page()
+    rng = np.random.default_rng([SEED, 99])
+    empty = {"checked": 0, "typed": 0, "reported": 0, "key": ""}
+    posts = []
+    for i in range(RESPONDENTS):
+        open_respondent_page(page, base, "lab-declining", codes, i)
+        assert page.evaluate(NOTHING_ANSWERED) == empty, f"respondent {i} found the page filled"
+        assert_nothing_kept(page, context)
+        declines = {"five"} if i % 4 == 0 else {"forced"} if i % 4 == 1 else set()
+        columns = [(key, cols) for key, cols in randomized_columns(page) if key not in declines]
+        words = [int(w) for w in rng.integers(0, 2**32, size=2 * len(columns), dtype=np.uint64)]
+        page.evaluate(SEEDED, words)
+        for key in declines:
+            page.check(f"#{key}-decline")
+        posted = send(page, {k: v for k, v in TRUTH.items() if k not in declines})
+        for key in declines:
+            assert posted[f"q_{key}"] == "declined", (i, key)
+        for j, (key, cols) in enumerate(columns):
+            expected = inverse_cdf(cols[TRUTH[key]], words[2 * j], words[2 * j + 1])
+            assert int(posted[f"q_{key}"]) == expected, f"respondent {i}, {key}: not a fresh draw from the words served"
+        posts.append(posted)
+        expect(page.locator("#cleared-note")).to_be_visible()
+        assert_nothing_kept(page, context)
+    assert len({p["submission_key"] for p in posts}) == RESPONDENTS
+    assert len({tuple(p[f"q_{k}"] for k in ("coin", "five", "forced")) for p in posts}) > 1
+    entries = page.evaluate("history.length")
+    assert entries >= RESPONDENTS
+    for step in range(entries - 1):
+        page.go_back(wait_until="load")
+        assert page.evaluate(NOTHING_ANSWERED) == empty, (step, page.url)
+        assert page.locator("#survey-form").count() == 0, f"a survey page is in the history: {page.url}"

@@ -83,6 +83,9 @@ MESSAGES: dict[str, Message] = {
         ),
     ),
     "answer.required": Message(400, N_("question {key!r} is required: please answer it")),
+    "answer.decline_not_allowed": Message(
+        400, N_("question {key!r} cannot be declined: please answer it, or leave it out if it is optional")
+    ),
     # -- api --
     "api.unauthenticated": Message(
         401, N_("Send a personal API token (Authorization: Bearer rrs_...), or sign in, to read this.")
@@ -304,6 +307,9 @@ MESSAGES: dict[str, Message] = {
     "spec.key_reserved": Message(400, N_("{key!r} is reserved for a column of the microdata export")),
     "spec.kind_unknown": Message(400, N_("must be one of {kinds}, got {kind!r}")),
     "spec.level_twice": Message(400, N_("give exactly one of 'epsilon' and '{level}'")),
+    "spec.decline_not_randomized": Message(
+        400, N_("only a randomized question can let respondents decline it, not a {kind} question")
+    ),
     "spec.not_boolean": Message(400, N_("must be true or false")),
     "spec.not_number": Message(400, N_("must be a number, got {value!r}")),
     "spec.not_object": Message(400, N_("must be an object")),

@@ -50,6 +50,12 @@ STATUSES = ("draft", "open", "closed", "archived")
 #: The states a spec may ask for (a survey is archived by its owner, never created so).
 SPEC_STATUSES = ("draft", "open", "closed")
 ACCESS_MODES = ("link", "invitation")
+#: The stored value of a declined answer (a respondent chose "prefer not to say" on a question that
+#: allows it). Only randomized questions may allow it, and their stored values (option or report
+#: codes) are never negative, so this value cannot be mistaken for an answer.
+DECLINED = -1
+#: What the respondent's browser sends for a declined question, instead of a randomized report.
+DECLINED_MARKER = "declined"
 ROLES = ("organizer", "researcher")
 #: What a single-use account link is for: making an account (an invitation), setting the first
 #: password of an account an administrator made, or resetting a password (survey.domain.accounts.account_links).
@@ -436,6 +442,10 @@ class Question(Base):
     text: Mapped[str] = mapped_column(Text)
     help_text: Mapped[str] = mapped_column(Text, default="")
     required: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: Whether a respondent may decline this (randomized) question with an explicit "prefer not to
+    #: say": then the marker :data:`DECLINED_MARKER` is sent instead of a report, and stored as
+    #: :data:`DECLINED`. Declining is not hidden: the decline itself is what the answer reveals.
+    decline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: A number question's range: the smallest and the largest number it accepts (else None); whole
     #: for a number asked directly, possibly decimal for a randomized one (0.5 to 2.5 hours).
     minimum: Mapped[float | None] = mapped_column(RangeEnd, nullable=True)

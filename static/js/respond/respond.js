@@ -4,7 +4,9 @@
  * drawn from the column of the question's matrix for that answer, or, for a randomized number, the
  * code SurveyNumbers.report (numbers.js) draws from the number with the question's sampler. Only
  * those reported values are posted, never the typed number. Directly asked questions post their
- * answer as given.
+ * answer as given. A question that may be declined has a "Prefer not to say" box: when it is ticked,
+ * nothing is drawn for the question and what is posted is the marker "declined" (declining is not
+ * hidden, and the page says so).
  *
  * How each report is drawn depends on the survey (data-regime, SECURITY.md section 2):
  * - "memoized": where the browser can keep a secret (see memo.js), the same true answer to the same
@@ -121,7 +123,16 @@
     return keyField.value;
   }
 
+  /* The question's "Prefer not to say" box, if it may be declined and the box is ticked. */
+  function declined(fieldset) {
+    var box = fieldset.querySelector("input[data-decline]");
+    return box && box.checked ? box : null;
+  }
+
   function chosen(fieldset) {
+    if (declined(fieldset)) {
+      return declined(fieldset);
+    }
     if (fieldset.hasAttribute("data-number")) {
       var typed = fieldset.hasAttribute("data-randomized")
         ? fieldset.querySelector("input[data-true-answer]")
@@ -157,7 +168,7 @@
 
   /* A number question's typed answer, if it is not a whole number in its range: what to say. */
   function numberProblem(fieldset) {
-    if (!fieldset.hasAttribute("data-number")) {
+    if (!fieldset.hasAttribute("data-number") || declined(fieldset)) {
       return "";
     }
     var input = fieldset.querySelector("input[type=number]");
@@ -265,7 +276,7 @@
   }
 
   /* The body to post for these answers: the last one if the answers are unchanged, else new reports. */
-  function bodyFor(answers, toReport) {
+  function bodyFor(answers, toReport, toDecline) {
     if (last && last.answers === answers) {
       return Promise.resolve(last.body);
     }
@@ -273,6 +284,11 @@
       toReport.forEach(function (item, i) {
         var field = item[0].querySelector("input[data-reported-for]");
         field.value = String(reports[i]);
+        field.disabled = false;
+      });
+      toDecline.forEach(function (fieldset) {
+        var field = fieldset.querySelector("input[data-reported-for]");
+        field.value = "declined"; // the marker only: nothing is drawn for a declined question
         field.disabled = false;
       });
       submissionKey();
@@ -328,7 +344,7 @@
     form.reset();
     document.getElementById("true-answers").reset();
     fieldsets.forEach(function (fieldset) {
-      fieldset.querySelectorAll("input[type=radio]").forEach(function (input) {
+      fieldset.querySelectorAll("input[type=radio], input[type=checkbox]").forEach(function (input) {
         input.checked = false;
       });
       fieldset.querySelectorAll("input[type=number]").forEach(function (input) {
@@ -431,7 +447,33 @@
     }
   });
 
+  /* "Prefer not to say" and an answer exclude each other: choosing one clears the other. */
+  function keepOneChoice(target) {
+    var fieldset = target.closest("fieldset.question");
+    var box = fieldset && fieldset.querySelector("input[data-decline]");
+    if (!box) {
+      return;
+    }
+    if (target === box && box.checked) {
+      fieldset.querySelectorAll("input[type=radio]:not([data-try])").forEach(function (input) {
+        input.checked = false;
+      });
+      fieldset.querySelectorAll("input[type=number]:not([data-try])").forEach(function (input) {
+        input.value = "";
+      });
+    } else if (target !== box && !target.hasAttribute("data-try") && (target.checked || target.value !== "")) {
+      box.checked = false;
+    }
+  }
+
+  form.addEventListener("input", function (event) {
+    if (event.target.matches("input[type=number]")) {
+      keepOneChoice(event.target);
+    }
+  });
+
   form.addEventListener("change", function (event) {
+    keepOneChoice(event.target);
     var fieldset = event.target.closest("fieldset.question");
     if (fieldset && chosen(fieldset)) {
       markMissing(fieldset, false);
@@ -445,6 +487,7 @@
     }
     var missing = [];
     var toReport = [];
+    var toDecline = [];
     var invalid = [];
     fieldsets.forEach(function (fieldset) {
       var input = chosen(fieldset);
@@ -455,6 +498,10 @@
         invalid.push(fieldset);
       } else if (isMissing) {
         missing.push(fieldset);
+      } else if (input && input.hasAttribute("data-decline")) {
+        if (fieldset.hasAttribute("data-randomized")) {
+          toDecline.push(fieldset); // a combined question's box is itself named and posted
+        }
       } else if (input && fieldset.hasAttribute("data-randomized")) {
         toReport.push([fieldset, Number(input.value)]);
       }
@@ -479,7 +526,7 @@
     }
     say("", "");
     var answers = answersNow();
-    bodyFor(answers, toReport)
+    bodyFor(answers, toReport, toDecline)
       .then(
         function (body) {
           return post(body).then(

@@ -29,7 +29,17 @@ from sqlalchemy.orm import Session, scoped_session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError, Forbidden
-from survey.domain.models import TALLY_SHARDS, Design, Option, Question, Survey, refusal_on, today
+from survey.domain.models import (
+    DECLINED,
+    DECLINED_MARKER,
+    TALLY_SHARDS,
+    Design,
+    Option,
+    Question,
+    Survey,
+    refusal_on,
+    today,
+)
 from survey.domain.responses.codes import INVITATION, check_code, claim, normalize, well_formed
 from survey.domain.responses.mixing import BATCH, hold, release
 from survey.domain.responses.receipts import key_hash, purge_old_receipts, received
@@ -57,6 +67,8 @@ class Field:
     #: Its design's id (None for a question asked directly): a randomized number's answer is a report
     #: code, checked against the domain of its design's reports (not against the range).
     design: str | None = None
+    #: Whether it may be declined (:data:`survey.domain.models.DECLINED_MARKER` sent instead of an answer).
+    decline: bool = False
 
     def check(self, value: Any) -> int:
         """The value to store for the answer ``value``, or a DomainError saying what is wrong: its
@@ -101,6 +113,7 @@ _FORM_QUERY = (
         Question.maximum,
         Question.kind,
         Design.mechanism_name,
+        Question.decline,
     )
     .outerjoin(Question, Question.survey_id == Survey.id)
     .outerjoin(Option, Option.question_id == Question.id)
@@ -170,6 +183,12 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
         if raw is None or raw == "":
             if field.required:
                 raise DomainError("answer.required", path=(*ANSWERS, field.key), key=field.key)
+            continue
+        if raw == DECLINED_MARKER:
+            # an explicit "prefer not to say": stored as such, never as a report
+            if not field.decline:
+                raise DomainError("answer.decline_not_allowed", path=(*ANSWERS, field.key), key=field.key)
+            values[field.id] = DECLINED
             continue
         values[field.id] = field.check(raw)
     if not values:

@@ -11,6 +11,7 @@ responses into Python.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
 from survey.domain.models import (
+    DECLINED,
     AnswerTally,
     DayTally,
     Question,
@@ -47,6 +49,9 @@ class Counts:
     submissions: int
     by_question: dict[int, np.ndarray]
     numbers: dict[int, dict[int, int]] = field(default_factory=dict)
+    #: Per question that may be declined, how many respondents declined it (kept apart from the
+    #: reports: an estimate is about those who answered).
+    declined: dict[int, int] = field(default_factory=dict)
 
 
 def _empty_counts(survey: Survey) -> Counts:
@@ -54,11 +59,15 @@ def _empty_counts(survey: Survey) -> Counts:
         0,
         {q.id: np.zeros(len(q.options), dtype=np.int64) for q in survey.questions if not q.is_number},
         {q.id: {} for q in survey.questions if q.is_number},
+        {q.id: 0 for q in survey.questions if q.decline},
     )
 
 
 def _add(counts: Counts, question_id: int, value: int, count: int) -> None:
-    if question_id in counts.numbers:
+    if value == DECLINED and question_id in counts.declined:
+        # only a question that may be declined stores DECLINED, and only as a decline
+        counts.declined[question_id] = int(count)
+    elif question_id in counts.numbers:
         counts.numbers[question_id][int(value)] = int(count)
     elif question_id in counts.by_question and 0 <= value < len(counts.by_question[question_id]):
         counts.by_question[question_id][value] = int(count)
@@ -89,7 +98,7 @@ def survey_counts(session: Session, survey: Survey) -> Counts:
             total = int(count or 0)
         else:
             _add(counts, question_id, value, count)
-    return Counts(total, counts.by_question, counts.numbers)
+    return Counts(total, counts.by_question, counts.numbers, counts.declined)
 
 
 def submission_count(session: Session, survey: Survey) -> int:
@@ -114,7 +123,7 @@ def recount(session: Session, survey: Survey) -> Counts:
     for question_id, value, count in _recounted(session, survey, "answers"):
         _add(counts, question_id, value, count)
     total = sum(int(n) for _, n in _recounted(session, survey, "submissions"))
-    return Counts(total, counts.by_question, counts.numbers)
+    return Counts(total, counts.by_question, counts.numbers, counts.declined)
 
 
 #: ``(question id, value, other question id, other value) → count`` and ``(question id, value, day) → count``
@@ -275,6 +284,9 @@ class QuestionResult:
     mechanism: Mechanism
     counts: np.ndarray
     estimate: Estimate | None
+    #: How many declined it ("prefer not to say"), where it may be declined (else None). Declines are
+    #: not reports: ``n`` and the estimate are about those who answered.
+    declined: int | None = None
 
     @property
     def n(self) -> int:
@@ -311,6 +323,7 @@ class QuestionResult:
             "kind": q.kind,
             "randomized": self.randomized,
             "n": self.n,
+            "declined": self.declined,
             "epsilon": None if eps is None or math.isinf(eps) else eps,
             "epsilon_infinite": eps is not None and math.isinf(eps),
             "design": self.mechanism.to_dict() if self.randomized else None,
@@ -336,14 +349,16 @@ def survey_results(
 ) -> list[QuestionResult]:
     """Every option question's counts and estimate (number questions: :func:`number_results`), or
     those of ``questions`` (a page of them); ``counts`` defaults to the running tallies read now."""
-    by_question = (counts or survey_counts(session, survey)).by_question
+    counts = counts or survey_counts(session, survey)
+    by_question = counts.by_question
     results = []
     for q in survey.questions if questions is None else questions:
         if q.kind_entry.result != SHARES:
             continue  # summarized, not estimated: see number_results
         mech = question_mechanism(q)
         c = by_question[q.id]
-        results.append(QuestionResult(q, mech, c, kept_estimate(mech, c, estimate) if c.sum() > 0 else None))
+        found = kept_estimate(mech, c, estimate) if c.sum() > 0 else None
+        results.append(QuestionResult(q, mech, c, found, counts.declined.get(q.id)))
     return results
 
 
@@ -353,10 +368,13 @@ def number_results(
     """Every number question's summary (or those among ``questions``), from the running tallies
     (``counts``, read now by default): asked directly, the numbers summarized; randomized, the mean
     its mechanism estimates from the tallies of report codes."""
-    numbers = (counts or survey_counts(session, survey)).numbers
+    counts = counts or survey_counts(session, survey)
+    numbers = counts.numbers
     chosen = survey.questions if questions is None else questions
     return [
-        summarize_reports(q, numbers[q.id]) if q.kind_entry.randomized_number else summarize(q, numbers[q.id])
+        dataclasses.replace(summarize_reports(q, numbers[q.id]), declined=counts.declined.get(q.id))
+        if q.kind_entry.randomized_number
+        else summarize(q, numbers[q.id])
         for q in chosen
         if q.kind_entry.result == NUMBERS
     ]

@@ -62,6 +62,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from survey.domain.models import (
+    DECLINED,
     Answer,
     AnswerTally,
     DayTally,
@@ -165,10 +166,24 @@ def _answers(reported: FromClause, submitted: FromClause) -> Select:
     return select(*keys, func.count().label("n")).group_by(*keys).order_by(*keys)
 
 
+#: A declined answer's value (:data:`survey.domain.models.DECLINED`), written into the statements as
+#: a constant (they are compiled to text once). Only randomized questions can be declined.
+_DECLINED = literal_column(str(DECLINED))
+
+
+def _answered(reported: Any) -> ColumnElement[bool]:
+    """Not a decline: a declined question feeds its answer tally (the count of declines) and nothing
+    else, so the day and pair tallies hold reports only (a randomized question's values are codes,
+    never negative; a direct question's value is never taken for a decline)."""
+    return or_(~reported.c.randomized, reported.c.value != _DECLINED)
+
+
 def _days(reported: FromClause, submitted: FromClause) -> Select:
     r = reported.c
     keys = (r.question_id, r.value, r.day)
-    return select(*keys, func.count().label("n")).where(r.randomized).group_by(*keys).order_by(*keys)
+    return (
+        select(*keys, func.count().label("n")).where(r.randomized, _answered(reported)).group_by(*keys).order_by(*keys)
+    )
 
 
 #: The kinds whose answer is a randomized number's report code (one of 2,001): paired with questions
@@ -194,6 +209,8 @@ def _pairs(reported: FromClause, submitted: FromClause) -> Select:
         .where(
             a.c.paired,
             b.c.paired,
+            _answered(a),
+            _answered(b),
             or_(a.c.randomized, b.c.randomized),
             # two randomized questions pair only when neither is a randomized number (the lookup of
             # the kind is made for those pairs alone)

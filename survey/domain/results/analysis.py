@@ -24,7 +24,7 @@ from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import Answer, AnswerTally, PairTally, Question, Survey
+from survey.domain.models import DECLINED, Answer, AnswerTally, PairTally, Question, Survey
 from survey.domain.responses.tallies import question_day_counts, question_mechanism
 from survey.domain.results.coding import parse_category
 from survey.domain.results.csvfile import CsvTable
@@ -416,7 +416,11 @@ def pattern_counts(
     query = select(*(c.value for c in joined), func.count(), reported).select_from(o)
     for alias, q in zip(joined, covariates, strict=True):
         query = query.join(alias, and_(alias.submission_id == o.submission_id, alias.question_id == q.id))
+        if q.decline:  # who declined a covariate did not answer it
+            query = query.where(alias.value != DECLINED)
     query = query.where(o.question_id == outcome.id).group_by(*(c.value for c in joined))
+    if outcome.decline:  # among those who answered the outcome: a decline is not a report
+        query = query.where(o.value != DECLINED)
     if limit is not None:
         query = query.limit(limit)
     with merge_joins(session):  # one pass over each question's answers, in submission order

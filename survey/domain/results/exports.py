@@ -64,8 +64,15 @@ ESTIMATE_TABLE: tuple[tuple[str, ColumnType], ...] = (
     ("ci_high", "number"),
     ("interval_method", "text"),
     ("simulated_truth", "number"),
+    ("declined", "number"),
 )
 ESTIMATE_COLUMNS = tuple(name for name, _ in ESTIMATE_TABLE)
+
+DECLINED_NOTE = (
+    'declined: how many respondents chose "prefer not to say" on a sensitive question that allows it '
+    "(null where the question does not allow it). A decline is not a report: n counts those who answered, "
+    "and every estimate is about those who answered, not about those who declined."
+)
 
 MATRIX_NOTE = (
     "matrix[r][t] is the probability that a respondent whose true answer has code t reports code r: "
@@ -147,6 +154,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
         **_epsilon_fields(results_total_epsilon(results, numbers)),
         "level": level,
         "coding": CODING_NOTE,
+        "declined": DECLINED_NOTE,
         "questions": [
             {"key": item["key"], "variable": names[item["key"]], **item}
             for item in _in_survey_order(
@@ -212,6 +220,7 @@ def _number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
         m["ci_high"],
         m["interval_method"] if ran and m["ci_low"] is not None else "",
         None,
+        None,
     ]
 
 
@@ -240,6 +249,7 @@ def _randomized_number_row(survey: Survey, q: dict[str, Any]) -> list[Any]:
         m["ci_high"],
         m["interval_method"],
         m.get("simulated_mean"),
+        q.get("declined"),
     ]
 
 
@@ -276,6 +286,7 @@ def estimate_rows(survey: Survey, questions: Iterable[dict[str, Any]]) -> Iterat
                 c.get("ci_high"),
                 c.get("interval_method", ""),
                 c.get("simulated_truth"),
+                q.get("declined"),
             ]
 
 
@@ -444,6 +455,14 @@ def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, A
     return columns
 
 
+#: What the microdata holds for a declined answer (survey.domain.results.microdata: an empty cell).
+DECLINED_CELLS_NOTE = (
+    'A question with decline true let respondents choose "prefer not to say" instead of answering; a '
+    "declined answer is an empty cell in the microdata, like a question left out, and the estimates files "
+    "give each question's count of declines. Estimates are about those who answered."
+)
+
+
 def codebook(survey: Survey) -> dict[str, Any]:
     """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
     names = variable_names([q.key for q in survey.questions])
@@ -454,7 +473,8 @@ def codebook(survey: Survey) -> dict[str, Any]:
         "coding": CODING_NOTE,
         "variable_names": VARIABLE_NAMES_NOTE,
         "columns": _codebook_columns(survey, names),
-        "questions": [_codebook_question(q, names[q.key]) for q in survey.questions],
+        "questions": [{**_codebook_question(q, names[q.key]), "decline": q.decline} for q in survey.questions],
+        "declined": DECLINED_CELLS_NOTE,
         **_epsilon_fields(survey.total_epsilon()),
         "how_to_estimate": HOW_TO_ESTIMATE,
     }

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from survey.domain.models import Survey
+from survey.domain.models import DECLINED, Survey
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.surveys.variable_names import variable_names
 
@@ -66,6 +66,8 @@ class _Column:
     grid: tuple[int, int] | None = None
     #: a randomized number's mechanism (its ``value_of`` takes a whole array of codes).
     mechanism: Any = None
+    #: whether the question may be declined: a declined answer (stored as DECLINED) is an empty cell.
+    declinable: bool = False
 
 
 def _columns(survey: Survey) -> list[_Column]:
@@ -81,10 +83,11 @@ def _columns(survey: Survey) -> list[_Column]:
                     value_of=functools.lru_cache(maxsize=4096)(lambda code, m=mechanism: float(m.value_of(code))),
                     grid=(reports.low, reports.high) if small else None,
                     mechanism=mechanism,
+                    declinable=q.decline,
                 )
             )
         else:
-            columns.append(_Column(q.id, reversed=q.kind_entry.reversed_codes))
+            columns.append(_Column(q.id, reversed=q.kind_entry.reversed_codes, declinable=q.decline))
     return columns
 
 
@@ -114,7 +117,8 @@ def _pivot_sql(
     params: dict[str, Any] = {}
     cells = []
     for i, c in enumerate(columns):
-        value = f"max(a.value) FILTER (WHERE a.question_id = {int(c.question_id)})"
+        declined = f" AND a.value <> {DECLINED}" if c.declinable else ""
+        value = f"max(a.value) FILTER (WHERE a.question_id = {int(c.question_id)}{declined})"
         if c.reversed:
             value = f"1 - {value}"
         elif lookups and c.value_of is not None:

@@ -27,7 +27,7 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import Answer, Question, Survey
+from survey.domain.models import DECLINED, Answer, Question, Survey
 from survey.domain.results.analysis import (
     LEVEL,
     MAX_COVARIATES,
@@ -222,7 +222,11 @@ def report_pattern_sums(
     query = select(*(c.value for c in joined), func.count(), func.sum(code), func.sum(code * code)).select_from(o)
     for alias, q in zip(joined, covariates, strict=True):
         query = query.join(alias, and_(alias.submission_id == o.submission_id, alias.question_id == q.id))
+        if q.decline:  # who declined a covariate did not answer it
+            query = query.where(alias.value != DECLINED)
     query = query.where(o.question_id == outcome.id).group_by(*(c.value for c in joined))
+    if outcome.decline:  # among those who answered the outcome: a decline is not a report
+        query = query.where(o.value != DECLINED)
     if limit is not None:
         query = query.limit(limit)
     return [tuple(int(v) for v in row) for row in session.execute(query)]

@@ -46,6 +46,9 @@ class RandomizedNumberSummary:
     #: The estimated share of the true numbers in each of the question's bins, with its
     #: profile-likelihood interval; None without bins or reports, and for Laplace (no bound).
     bins: BinShares | None = None
+    #: How many declined it ("prefer not to say"), where it may be declined (else None): the mean is
+    #: about those who answered, the ``n`` reports.
+    declined: int | None = None
 
     @property
     def mean(self) -> float | None:
@@ -116,6 +119,7 @@ class RandomizedNumberSummary:
                 "simulated_mean": self.simulated_mean,
             },
             "bins": None if self.bins is None else self.bins.to_dict(),
+            "declined": self.declined,
         }
 
 

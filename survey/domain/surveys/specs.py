@@ -69,6 +69,7 @@ QUESTION_FIELDS = {
     "minimum",
     "maximum",
     "bins",
+    "decline",
 }
 #: The widest range a number question may have (the answers table holds 32-bit integers).
 NUMBER_LIMIT = 1_000_000_000
@@ -193,8 +194,16 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     if not isinstance(required, bool):
         raise place.error("spec.not_boolean", "required")
 
+    decline = raw.get("decline", False)
+    if not isinstance(decline, bool):
+        raise place.error("spec.not_boolean", "decline")
+    if decline and not entry.randomized:
+        raise place.error("spec.decline_not_randomized", "decline", kind=kind)
+
     if entry.ranged:
-        return _ranged_question(raw, place, index, entry, key, text, help_text, required)
+        question = _ranged_question(raw, place, index, entry, key, text, help_text, required)
+        question.decline = decline
+        return question
     for field in ("minimum", "maximum", "bins"):
         if field in raw:
             raise place.error("spec.range_not_number", field)
@@ -217,6 +226,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         text=text,
         help_text=help_text,
         required=required,
+        decline=decline,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
     if not entry.randomized:
@@ -415,6 +425,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     if question.help_text:
         item["help_text"] = question.help_text
     item["required"] = question.required
+    if question.decline:
+        item["decline"] = True
     entry = question.kind_entry
     if entry.ranged:
         item["minimum"], item["maximum"] = question.minimum, question.maximum

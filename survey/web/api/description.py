@@ -175,7 +175,8 @@ SCHEMAS: dict[str, Any] = {
         {
             "answers": {
                 "type": "object",
-                "description": "Question key → the reported (randomized) code, or a number question's whole number.",
+                "description": "Question key → the reported (randomized) code, or a number question's whole number;"
+                ' "declined" for a question that lets respondents decline it.',
                 "additionalProperties": {"type": ["integer", "string"]},
             }
         },

@@ -192,6 +192,7 @@ class QuestionForm(BuilderForm):
     help_text = TextAreaField("Help text (optional)")
     key = StringField("Short name (optional)")
     required = BooleanField("Required: a respondent must answer it", default=True)
+    decline = BooleanField("Respondents may decline it (“Prefer not to say”)", default=False)
     options = TextAreaField("Options, one per line")
     minimum = StringField("Smallest number accepted", default="0")
     maximum = StringField("Largest number accepted", default="100")
@@ -235,6 +236,7 @@ class QuestionForm(BuilderForm):
             "help_text": question.help_text,
             "key": question.key,
             "required": question.required,
+            "decline": question.decline,
             "options": "\n".join(question.labels) if question.kind_entry.options == LISTED else "",
             "allow_one_sided": False,
         }
@@ -327,6 +329,8 @@ class QuestionForm(BuilderForm):
                 raw["bins"] = [loose_number(e) for e in edges]
         elif entry is None or entry.options == LISTED:
             raw["options"] = self.option_labels()
+        if entry is not None and entry.randomized and self.decline.data:
+            raw["decline"] = True
         if entry is not None and entry.randomized:
             if entry.options == LISTED and self._k() < 2:
                 raw["privacy"] = {"design": self.design.data}  # the spec says what is wrong: the options

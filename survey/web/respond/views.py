@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
-from survey.domain.models import Survey, refusal_on, today
+from survey.domain.models import DECLINED_MARKER, Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
 from survey.domain.responses.submissions import SubmissionForm
 from survey.platform.extensions import csrf, db
@@ -113,6 +113,8 @@ def _remember_sent(form: SubmissionForm, answers: dict[str, Any]) -> None:
     for field in form.fields:
         design = DESIGNS.get(field.design or "")
         if design is not None and not design.combined and field.key in answers:
+            if answers[field.key] == DECLINED_MARKER:
+                continue  # declined: no report was drawn, so there is none to show
             reports[field.key] = int(answers[field.key])
     session[SENT] = {"survey": form.slug, "reports": reports}
 
