@@ -178,9 +178,7 @@ def test_every_bad_row_is_named_by_row_and_column_and_nothing_is_written(app, sm
     assert [(p.row, p.column, p.code) for p in refused.value.problems] == [(0, "smoked", "import.unknown_column")]
     with pytest.raises(ImportRefused) as refused:
         _import(app, small_survey, json.dumps([{"drugs": 1, "mirror": 0, "often": 1}]), "json")
-    assert [(p.row, p.column, p.code) for p in refused.value.problems] == [
-        (0, "submitted_on", "import.date_missing")
-    ]
+    assert [(p.row, p.column, p.code) for p in refused.value.problems] == [(0, "submitted_on", "import.date_missing")]
     assert _stored(app, small_survey) == (0, 0)
 
 
