@@ -295,3 +295,48 @@ def test_the_api_takes_an_imports_token_of_an_owner_or_organizer_only(app, clien
     assert [(e["row"], e["column"]) for e in response.json["errors"]] == [(1, "often"), (2, "submitted_on")]
     assert _stored(app, small_survey) == (5, 2)
     _clean(app, small_survey)
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+
+NUMBERS_SPEC = {
+    "title": "Drinks",
+    "slug": "drinks",
+    "questions": [
+        {
+            "key": "drinks",
+            "kind": "rr_number",
+            "text": "How many drinks did you have last week?",
+            "minimum": 0,
+            "maximum": 30,
+            "privacy": {"design": "hybrid", "epsilon": 1},
+        },
+        {"key": "age", "kind": "number", "text": "How old are you?", "minimum": 16, "maximum": 99, "required": False},
+    ],
+}
+
+
+def test_randomized_numbers_and_numbers_round_trip_and_a_report_off_the_grid_is_refused(app, client, user):
+    import numpy as np
+
+    with app.app_context():
+        owner = db.session.get(User, user)
+        for slug in ("drinks", "drinks-copy"):
+            create_survey_from_spec(db.session, {**NUMBERS_SPEC, "slug": slug}, owner=owner)
+        db.session.commit()
+        mechanism = _survey("drinks").questions[0].mechanism()
+        rng = np.random.default_rng(11)
+        codes = [int(c) for c in mechanism.randomize(rng.integers(0, 31, 30).astype(float), rng)]
+    ages = [int(a) for a in np.random.default_rng(12).integers(16, 100, 30)]
+    submit_answers(client, "drinks", [{"drinks": c, "age": a} for c, a in zip(codes, ages, strict=True)])
+    exported = _export(app, "drinks")
+    _import(app, "drinks-copy", exported, "csv")
+    assert _estimates(app, "drinks-copy") == _estimates(app, "drinks")
+    _clean(app, "drinks-copy")
+    day = _today(app)
+    with pytest.raises(ImportRefused) as refused:
+        _import(app, "drinks-copy", f"submitted_on,drinks,age\n{day},12.3456789,15\n", "csv")
+    assert {(p.row, p.column, p.code) for p in refused.value.problems} == {
+        (1, "drinks", "import.report_off_grid"),
+        (1, "age", "answer.number_out_of_range"),
+    }
