@@ -340,3 +340,36 @@ def test_randomized_numbers_and_numbers_round_trip_and_a_report_off_the_grid_is_
         (1, "drinks", "import.report_off_grid"),
         (1, "age", "answer.number_out_of_range"),
     }
+
+
+# -- the management page ---------------------------------------------------------------------------
+
+
+def test_the_management_page_imports_lists_every_problem_and_refuses_a_researcher(app, small_survey, signed_in):
+    day = _today(app)
+    page = signed_in.get(f"/surveys/{small_survey}/share")
+    assert page.status_code == 200 and 'id="imports"' in page.get_data(as_text=True)
+    url = f"/surveys/{small_survey}/imports"
+    bad = f"submitted_on,drugs,mirror,often\n{day},1,0,9\n{day},3,0,1\n".encode()
+    response = signed_in.post(url, data={"file": (io.BytesIO(bad), "paper.csv")}, content_type="multipart/form-data")
+    text = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert "row 1, column &#39;often&#39;" in text and "row 2, column &#39;drugs&#39;" in text
+    assert _stored(app, small_survey) == (0, 0)
+    good = _csv(_researcher_rows(day)[:6]).encode()
+    response = signed_in.post(
+        url, data={"file": (io.BytesIO(good), "paper.csv"), "dry_run": "y"}, content_type="multipart/form-data"
+    )
+    assert response.status_code == 303 and _stored(app, small_survey) == (0, 0)
+    response = signed_in.post(url, data={"file": (io.BytesIO(good), "paper.csv")}, content_type="multipart/form-data")
+    assert response.status_code == 303 and _stored(app, small_survey) == (6, 1)
+    page = signed_in.get(f"/surveys/{small_survey}/share").get_data(as_text=True)
+    assert "6 of this survey's responses were imported" in page
+    _clean(app, small_survey)
+    make_user(app, "bob")
+    _member(app, small_survey, "bob", "researcher")
+    from .accounts import sign_in
+
+    researcher = sign_in(app, "bob")
+    response = researcher.post(url, data={"file": (io.BytesIO(good), "b.csv")}, content_type="multipart/form-data")
+    assert response.status_code == 404 and _stored(app, small_survey) == (6, 1)
