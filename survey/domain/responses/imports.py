@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import SmallInteger, func, insert, literal, select
+from sqlalchemy import SmallInteger, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -375,11 +375,4 @@ def import_responses(
 def _earlier(session: Session, survey_id: int, digest: str) -> int | None:
     return session.scalar(
         select(ResponseImport.id).where(ResponseImport.survey_id == survey_id, ResponseImport.sha256 == digest)
-    )
-
-
-def imported_count(session: Session, survey_id: int) -> int:
-    """How many of the survey's submissions were imported (0 for most surveys)."""
-    return session.scalar(
-        select(func.coalesce(func.sum(ResponseImport.rows), 0)).where(ResponseImport.survey_id == survey_id)
     )

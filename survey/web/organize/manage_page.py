@@ -26,7 +26,6 @@ from survey.domain.accounts.sharing import ROLE_LABELS, members, survey_access
 from survey.domain.accounts.site import may_invite_accounts
 from survey.domain.models import Survey
 from survey.domain.responses.codes import CODES_PER_PAGE, code_counts, code_rows
-from survey.domain.responses.imports import imported_count
 from survey.domain.responses.tallies import submission_count
 from survey.domain.results.live import live_status
 from survey.domain.surveys.wording import epsilon_text
@@ -134,7 +133,6 @@ def render_manage(
         codes_error=codes_error,
         imports_error=imports_error,
         imports_problems=imports_problems or [],
-        imported=Later(lambda: imported_count(db.session, survey.id)),
         survey_link=respondent_url("respond.show", slug=survey.slug),
         submissions=submission_count(db.session, survey),
         total_epsilon=epsilon_text(survey.total_epsilon()),
