@@ -373,3 +373,74 @@ def test_the_management_page_imports_lists_every_problem_and_refuses_a_researche
     researcher = sign_in(app, "bob")
     response = researcher.post(url, data={"file": (io.BytesIO(good), "b.csv")}, content_type="multipart/form-data")
     assert response.status_code == 404 and _stored(app, small_survey) == (6, 1)
+
+
+def _big_csv(day: str) -> bytes:
+    rows = [
+        {"submitted_on": day, "drugs": i % 2, "mirror": (i // 2) % 2, "often": i % 4, "age": ""} for i in range(4000)
+    ]
+    body = _csv(rows).encode()
+    assert len(body) > 64 * 1024  # above the app's limit for a submission
+    return body
+
+
+def test_an_upload_may_be_larger_than_a_submission(app, small_survey):
+    token = make_token(app, "alice", "imports")
+    response = app.test_client().post(
+        f"/api/v1/surveys/{small_survey}/imports",
+        data=_big_csv(_today(app)),
+        content_type="text/csv",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)[:300]
+    assert _stored(app, small_survey) == (4000, 1)
+    _clean(app, small_survey)
+
+
+def test_the_page_form_takes_a_large_file_and_checks_its_csrf_token(csrf_app):
+    """With CSRF protection on, as in production: without the form's token nothing changes; with it,
+    a file larger than the app's limit for a submission is imported."""
+    import re
+
+    from .accounts import PASSWORD
+    from .surveys import add_survey
+
+    make_user(csrf_app, "alice")
+    slug = add_survey(csrf_app, SMALL_SPEC)
+    client = csrf_app.test_client()
+    page = client.get("/auth/login").get_data(as_text=True)
+    login_token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    signed = client.post("/auth/login", data={"username": "alice", "password": PASSWORD, "csrf_token": login_token})
+    assert signed.status_code == 302
+    body = _big_csv(_today(csrf_app))
+    url = f"/surveys/{slug}/imports"
+    response = client.post(url, data={"file": (io.BytesIO(body), "big.csv")}, content_type="multipart/form-data")
+    assert response.status_code == 400
+    assert _stored(csrf_app, slug) == (0, 0)
+    manage = client.get(f"/surveys/{slug}/share").get_data(as_text=True)
+    form_token = re.search(r'name="csrf_token" value="([^"]+)"', manage).group(1)
+    response = client.post(
+        url, data={"file": (io.BytesIO(body), "big.csv"), "csrf_token": form_token}, content_type="multipart/form-data"
+    )
+    assert response.status_code == 303, response.get_data(as_text=True)[:500]
+    assert _stored(csrf_app, slug) == (4000, 1)
+
+
+def test_the_api_takes_a_multipart_file_and_text_that_is_not_text_writes_nothing(app, small_survey):
+    day = _today(app)
+    token = make_token(app, "alice", "imports")
+    client = app.test_client()
+    url = f"/api/v1/surveys/{small_survey}/imports"
+    headers = {"Authorization": f"Bearer {token}"}
+    sneaky = json.dumps([{"submitted_on": day, "drugs": "1\u0000", "mirror": "\ud800", "often": 1}])
+    response = client.post(
+        url, data=sneaky.encode("utf-8", "surrogatepass"), content_type="application/json", headers=headers
+    )
+    assert_problem(response, 400)
+    assert _stored(app, small_survey) == (0, 0)
+    upload = {"file": (io.BytesIO(_csv(_researcher_rows(day)[:3]).encode()), "paper.csv")}
+    response = client.post(url + "?dry_run=true", data=upload, content_type="multipart/form-data", headers=headers)
+    assert response.status_code == 200 and response.json["dry_run"] and response.json["rows"] == 3
+    upload = {"file": (io.BytesIO(_csv(_researcher_rows(day)[:3]).encode()), "paper.csv")}
+    response = client.post(url, data=upload, content_type="multipart/form-data", headers=headers)
+    assert response.status_code == 201 and _stored(app, small_survey) == (3, 1)

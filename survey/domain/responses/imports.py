@@ -74,6 +74,9 @@ DATE_COLUMN = "submitted_on"
 IGNORED_COLUMNS = frozenset({"submission", "imported"})
 #: Rows per upload at most: a larger collection is uploaded in parts (each its own upload).
 MAX_ROWS = 100_000
+#: Bytes per upload at most (the web's and the API's request limit for an upload; the app's own
+#: limit fits a submission): 100,000 rows of a few dozen questions.
+MAX_BYTES = 16 * 1024 * 1024
 #: Problems listed at most (the count says how many there were in all).
 MAX_LISTED = 200
 #: The formats an upload comes in.

@@ -24,7 +24,7 @@ from markupsafe import Markup, escape
 from survey.domain.accounts.access import allowed, role_of, survey_for, visible_surveys
 from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import Survey, User
-from survey.domain.responses.imports import format_of, import_responses
+from survey.domain.responses.imports import MAX_BYTES, format_of, import_responses
 from survey.domain.responses.tallies import submission_count
 from survey.domain.results.analysis import compare, regression
 from survey.domain.results.documents import anytime_document, live_document
@@ -254,6 +254,8 @@ def imports(slug: str):
     added); 400 listing every row and column at fault (nothing written)."""
     if current_grant() is None:
         raise DomainError("api.unauthenticated")
+    request.max_content_length = MAX_BYTES  # the app's limit fits a submission; nothing read the body yet
+    request.max_form_memory_size = MAX_BYTES
     user = _user()
     survey = _readable(slug, "results")
     if not allowed(user, survey, "edit"):

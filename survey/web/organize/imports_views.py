@@ -4,11 +4,12 @@ upload as ``flask import-responses`` and ``POST /api/v1/surveys/<slug>/imports``
 
 from __future__ import annotations
 
+from flask import request
 from flask_login import login_required
 
 from survey.domain.errors import DomainError
-from survey.domain.responses.imports import ImportRefused, ImportResult, format_of, import_responses
-from survey.platform.extensions import db
+from survey.domain.responses.imports import MAX_BYTES, ImportRefused, ImportResult, format_of, import_responses
+from survey.platform.extensions import csrf, db
 
 from ..common import commit_or_refuse, localized, me, see_other
 from . import bp
@@ -17,8 +18,13 @@ from .manage_page import editable, render_manage
 
 
 @bp.post("/surveys/<slug>/imports", endpoint="import_responses")
+@csrf.exempt  # checked by the form itself, after the larger size limit below is in place
 @login_required
 def import_responses_view(slug: str):
+    """The app's request limit fits a submission; an upload may be larger, so this view raises it for
+    itself before anything reads the body (as the spec import does)."""
+    request.max_content_length = MAX_BYTES
+    request.max_form_memory_size = MAX_BYTES
     survey = editable(slug)
     form = ImportResponsesForm()
 
