@@ -116,7 +116,7 @@ def test_a_refused_post_builds_only_what_the_page_shows(app, signed_in, small_su
         return shown, refused
 
     shown, refused = measure()
-    page_forms = ["AccessForm", "AddMemberForm", "AutoCloseForm", "CodesForm", "DatesForm"]
+    page_forms = ["AccessForm", "AddMemberForm", "AutoCloseForm", "CodesForm", "DatesForm", "ImportResponsesForm"]
     assert sorted(built) == sorted(page_forms * 2)  # the page's blank forms; the refused one and the other blanks
     assert len(shown) <= 11, shown
     assert len(refused) <= len(shown) + 2, refused
@@ -590,8 +590,9 @@ def test_codes_and_submissions_cannot_be_lined_up(app, signed_in, client, small_
     client.post("/api/surveys/small-test/responses", json={"answers": GOOD, "invitation": code})
     assert {c.name for c in RespondentCode.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
     assert not any(isinstance(c.type, (db.Date, db.DateTime, db.Time)) for c in RespondentCode.__table__.columns)
-    assert {c.name for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
-    assert {fk.column.table.name for fk in Submission.__table__.foreign_keys} == {"surveys"}
+    # import_id: the researcher's upload of responses collected elsewhere (NULL for a web submission)
+    assert {c.name for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on", "import_id"}
+    assert {fk.column.table.name for fk in Submission.__table__.foreign_keys} == {"surveys", "imports"}
     assert {fk.column.table.name for fk in RespondentCode.__table__.foreign_keys} == {"surveys"}
     with app.app_context():  # and so it is in the database itself, not only in the models
         inspector = inspect(db.engine)

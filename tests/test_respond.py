@@ -302,10 +302,12 @@ def test_submission_row_holds_nothing_identifying(app, client, small_survey):
     post_json(client, {"answers": GOOD}, headers={"User-Agent": "Secret-Agent/1.0", "X-Forwarded-For": "203.0.113.9"})
     with app.app_context():
         columns = {c.name for c in Submission.__table__.columns}
-        assert columns == {"id", "survey_id", "submitted_on"}
+        # import_id: the researcher's own upload of responses collected elsewhere (SECURITY.md §3)
+        assert columns == {"id", "survey_id", "submitted_on", "import_id"}
         assert {c.name for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
         stored = db.session.scalar(select(Submission))
         assert type(stored.submitted_on).__name__ == "date"
+        assert stored.import_id is None  # a web submission belongs to no upload
 
 
 def test_request_log_carries_no_client_address(caplog):

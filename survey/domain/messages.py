@@ -157,6 +157,31 @@ MESSAGES: dict[str, Message] = {
     "design.invalid": Message(400, N_("{reason}")),
     # -- email --
     "email.invalid": Message(400, N_("This is not an e-mail address (like name@example.org).")),
+    # -- import --
+    "import.column_twice": Message(400, N_("the column {column!r} is given twice")),
+    "import.csv_invalid": Message(400, N_("the file is not valid CSV: {reason}")),
+    "import.date_in_future": Message(400, N_("the day {value} is after today")),
+    "import.date_invalid": Message(400, N_("give the day as YYYY-MM-DD (like 2026-03-31), not {value!r}")),
+    "import.date_missing": Message(400, N_("every row needs its day, in a column named submitted_on")),
+    "import.draft": Message(409, N_("Open the survey before importing responses: a draft's design can still change.")),
+    "import.empty": Message(400, N_("the file holds no rows")),
+    "import.format_unknown": Message(400, N_("upload a file in one of these formats: {formats}")),
+    "import.json_not_list": Message(400, N_("the JSON file must be a list of objects, one per response")),
+    "import.not_organizer": Message(403, N_("Only the survey's owner and organizers may import responses.")),
+    "import.report_off_grid": Message(
+        400,
+        N_("question {key!r}: {value!r} is not a report this question's randomization can send"),
+    ),
+    "import.row_length": Message(400, N_("row {row} has {cells} cells where the header has {columns}")),
+    "import.rows_invalid": Message(
+        400,
+        N_("nothing was imported: {count} problem(s) in the rows, the first: {first}"),
+    ),
+    "import.too_many_rows": Message(400, N_("upload at most {most:,} rows at a time")),
+    "import.unknown_column": Message(
+        400,
+        N_("this survey has no question {column!r} (columns are the exports' variable names or question keys)"),
+    ),
     # -- json --
     "json.duplicate_key": Message(
         400,

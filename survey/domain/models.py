@@ -616,8 +616,27 @@ class Submission(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
     submitted_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    #: The upload it came in with (:mod:`survey.domain.responses.imports`), None for a web submission.
+    #: It groups the rows of one upload of the researcher's own data, nothing more (SECURITY.md §2).
+    import_id: Mapped[int | None] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), default=None)
 
     answers: Mapped[list[Answer]] = relationship(back_populates="submission", cascade="all, delete-orphan")
+
+
+class ResponseImport(Base):
+    """One upload of responses collected elsewhere (paper, telephone, another tool): when, by whom,
+    how many rows, and the SHA-256 of its normalized rows, so that the same rows uploaded twice are
+    added once (:mod:`survey.domain.responses.imports`)."""
+
+    __tablename__ = "imports"
+    __table_args__ = (UniqueConstraint("survey_id", "sha256"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), index=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    rows: Mapped[int] = mapped_column(Integer)
+    imported_on: Mapped[dt.date] = mapped_column(Date, default=today)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), default=None)
 
 
 class Answer(Base):

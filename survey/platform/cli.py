@@ -143,6 +143,52 @@ def register(app: Flask) -> None:
         click.echo(f"  Respondents answer at:  {respond}")
         click.echo(f"  Results:                {results}")
 
+    @app.cli.command("import-responses")
+    @click.argument("slug")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--dry-run", is_flag=True, help="check every row and say what would be added; write nothing")
+    @click.option("--user", "username", help="username recorded as the importer")
+    def import_responses_command(slug: str, file: str, dry_run: bool, username: str | None) -> None:
+        """Import responses collected elsewhere (CSV or JSON, the microdata export's shape) into a survey."""
+        from pathlib import Path
+
+        from survey.domain.errors import DomainError
+        from survey.domain.responses.imports import ImportRefused, format_of, import_responses
+
+        _require_current_schema()
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        if survey is None:
+            raise click.ClickException(f"no survey {slug!r}")
+        user = None
+        if username:
+            user = db.session.scalar(select(User).where(User.username == username))
+            if user is None:
+                raise click.ClickException(f"no user named {username!r}")
+        path = Path(file)
+        try:
+            result = import_responses(
+                db.session, survey, path.read_bytes(), format_of(path.name), user=user, dry_run=dry_run
+            )
+            db.session.commit()
+        except ImportRefused as error:
+            db.session.rollback()
+            for problem in error.problems:
+                click.echo(f"  {problem}", err=True)
+            raise click.ClickException(
+                f"nothing was imported: {error.params['count']} problem(s) in {path.name}"
+            ) from None
+        except DomainError as error:
+            db.session.rollback()
+            raise click.ClickException(f"nothing was imported: {error}") from None
+        if result.already:
+            click.echo(
+                f"{path.name}: these {result.rows} rows came in before (upload {result.import_id}): nothing added."
+            )
+        elif dry_run:
+            click.echo(f"{path.name}: {result.rows} rows are valid; nothing written (--dry-run).")
+        else:
+            click.echo(f"{path.name}: {result.rows} rows imported into {slug} (upload {result.import_id}).")
+
     @app.cli.command("estimate")
     @click.argument("slug")
     def estimate_command(slug: str) -> None:

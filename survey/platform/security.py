@@ -14,8 +14,10 @@ from survey.domain.messages import N_, message
 from survey.domain.validation import text_problem
 
 #: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
-#: app-wide size limit to them.
-OWN_BODY_PARSING = {"organize.import_spec"}
+#: app-wide size limit to them. (An upload of responses is read strictly by
+#: survey.domain.responses.imports: a NUL or a lone surrogate in it is no code, label, number or day,
+#: so it refuses the row and nothing is written.)
+OWN_BODY_PARSING = {"organize.import_spec", "organize.import_responses", "api.imports"}
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [

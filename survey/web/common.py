@@ -210,17 +210,23 @@ def _database_unavailable(error: Exception) -> Response:
     return response
 
 
-#: The attribute :func:`takes_token` sets on a view, which survey.web.auth.bearer reads.
+#: The attributes :func:`takes_token` sets on a view, which survey.web.auth.bearer reads: the scopes,
+#: and the methods a token may use there.
 TOKEN_SCOPES = "token_scopes"
+TOKEN_METHODS = "token_methods"
+#: What a token does unless a view says otherwise: read.
+READ_METHODS = frozenset({"GET", "HEAD"})
 
 
-def takes_token(*scopes: str) -> Callable[[T], T]:
+def takes_token(*scopes: str, methods: frozenset[str] = READ_METHODS) -> Callable[[T], T]:
     """Mark a view as one a personal API token may call with any of ``scopes`` (the bearer hook,
     survey.web.auth.bearer, checks them before the view runs; the view then checks the user's role
-    as for a browser). No scopes: a public view, where a token is neither needed nor read."""
+    as for a browser). No scopes: a public view, where a token is neither needed nor read.
+    ``methods``: those a token may use there, reading unless the view says so (an upload's POST)."""
 
     def mark(view: T) -> T:
         setattr(view, TOKEN_SCOPES, frozenset(scopes))
+        setattr(view, TOKEN_METHODS, frozenset(methods))
         return view
 
     return mark

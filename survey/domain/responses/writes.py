@@ -264,14 +264,23 @@ def upsert(
 
 
 def stored(
-    feeds: Mapping[int, Feeds], survey_id: int | None = None, submission_ids: Iterable[int] | None = None
+    feeds: Mapping[int, Feeds],
+    survey_id: int | None = None,
+    submission_ids: Iterable[int] | None = None,
+    import_id: int | None = None,
 ) -> tuple[FromClause, FromClause]:
     """``reported`` and ``submitted`` from the stored answers: of survey ``survey_id`` (the recount),
-    or of the submissions ``submission_ids`` (those a release takes back). ``feeds`` maps question ids to what
-    they feed (:func:`what_it_feeds`); a question missing from it feeds only its answer tally."""
+    of the submissions ``submission_ids`` (those a release takes back), or of the upload ``import_id``
+    (:mod:`survey.domain.responses.imports`). ``feeds`` maps question ids to what they feed
+    (:func:`what_it_feeds`); a question missing from it feeds only its answer tally."""
     randomized = sorted(q for q, f in feeds.items() if f.randomized)
     paired = sorted(q for q, f in feeds.items() if f.paired)
-    which = Submission.survey_id == survey_id if submission_ids is None else Submission.id.in_(list(submission_ids))
+    if import_id is not None:
+        which = Submission.import_id == import_id
+    elif submission_ids is None:
+        which = Submission.survey_id == survey_id
+    else:
+        which = Submission.id.in_(list(submission_ids))
     reported = (
         select(
             Answer.submission_id,

@@ -19,15 +19,17 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from survey.domain.models import Question, Survey
 from survey.domain.responses.tallies import number_results, results_total_epsilon, survey_counts, survey_results
 from survey.domain.results.coding import researcher_matrix, researcher_options, stored_order
 from survey.domain.results.csvfile import ColumnType, CsvTable
 from survey.domain.results.microdata import (
+    IMPORTED_COLUMN,
     MICRODATA_BATCH_SIZE,
     MICRODATA_CHUNK_ROWS,
+    has_imports,
     microdata_csv_lines,
     microdata_table,
 )
@@ -316,8 +318,9 @@ def microdata_csv(
 
     Everything about the survey is read before the first chunk (a streamed response outlives the
     view that made it)."""
-    table = microdata_table(survey)
-    lines = microdata_csv_lines(session, survey, chunk_rows=chunk_rows, batch_size=batch_size)
+    imported = has_imports(session, survey)
+    table = microdata_table(survey, imported)
+    lines = microdata_csv_lines(session, survey, chunk_rows=chunk_rows, batch_size=batch_size, imported=imported)
     return itertools.chain([table.header()], lines)
 
 
@@ -450,6 +453,16 @@ def _codebook_columns(survey: Survey, names: dict[str, str]) -> list[dict[str, A
                 "type": "integer or empty",
                 "question": q.key,
                 "description": f"The {what}; empty when the question was not answered.",
+            }
+        )
+    session = object_session(survey)
+    if session is not None and has_imports(session, survey):
+        columns.append(
+            {
+                "name": IMPORTED_COLUMN,
+                "type": "integer",
+                "description": "1 for a response collected elsewhere and imported (paper, telephone, another "
+                "tool), 0 for one submitted on the web. Present only when the survey holds imported responses.",
             }
         )
     return columns

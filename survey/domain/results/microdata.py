@@ -29,14 +29,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from survey.domain.models import DECLINED, Survey
+from survey.domain.models import DECLINED, ResponseImport, Survey
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.surveys.variable_names import variable_names
 
 #: The microdata columns that precede one column per question key.
 MICRODATA_FIXED_COLUMNS = ("submission", "submitted_on")
+
+#: The column that follows the questions when a survey holds imported rows
+#: (:mod:`survey.domain.responses.imports`): 1 for a row imported, 0 for a web submission. A survey
+#: without imports has no such column, so its file is the same as before imports existed.
+IMPORTED_COLUMN = "imported"
 
 #: Submissions per chunk of the streamed microdata: large enough to keep the overhead small, small
 #: enough that memory does not depend on the number of respondents (about 60 KB for 10 questions).
@@ -91,15 +97,22 @@ def _columns(survey: Survey) -> list[_Column]:
     return columns
 
 
-def microdata_columns(survey: Survey) -> list[str]:
+def has_imports(session: Session, survey: Survey) -> bool:
+    """Whether any of the survey's submissions were imported (then the CSV has :data:`IMPORTED_COLUMN`)."""
+    return session.scalar(select(ResponseImport.id).where(ResponseImport.survey_id == survey.id).limit(1)) is not None
+
+
+def microdata_columns(survey: Survey, imported: bool = False) -> list[str]:
     """The header: fixed columns, then one per question in survey order (the codebook's order),
-    named by :func:`survey.domain.surveys.variable_names.variable_names`."""
-    return [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
+    named by :func:`survey.domain.surveys.variable_names.variable_names`; then, with ``imported``,
+    :data:`IMPORTED_COLUMN`."""
+    names = [*MICRODATA_FIXED_COLUMNS, *variable_names([q.key for q in survey.questions]).values()]
+    return [*names, IMPORTED_COLUMN] if imported else names
 
 
-def microdata_table(survey: Survey) -> CsvTable:
+def microdata_table(survey: Survey, imported: bool = False) -> CsvTable:
     """The microdata's columns and their types: every cell a number but the day."""
-    header = microdata_columns(survey)
+    header = microdata_columns(survey, imported)
     return CsvTable(
         [(MICRODATA_FIXED_COLUMNS[0], "number"), (MICRODATA_FIXED_COLUMNS[1], "text")]
         + [(name, "number") for name in header[len(MICRODATA_FIXED_COLUMNS) :]]
@@ -107,13 +120,19 @@ def microdata_table(survey: Survey) -> CsvTable:
 
 
 def _pivot_sql(
-    survey: Survey, columns: list[_Column], dialect: str, lookups: bool, day_origin: dt.date | None = None
+    survey: Survey,
+    columns: list[_Column],
+    dialect: str,
+    lookups: bool,
+    day_origin: dt.date | None = None,
+    imported: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The one query: a row per submission that has answers, numbered in stored order, the day as
     ``YYYY-MM-DD`` text, then a cell per question. ``lookups``: a randomized number's cell is its
     report's text, looked up in a parameter (PostgreSQL's COPY); otherwise its code, for Python.
     ``day_origin``: the day as the number of days since then, and every empty cell :data:`EMPTY`
-    (so that a batch converts to a float array at C speed)."""
+    (so that a batch converts to a float array at C speed). ``imported``: a last cell, 1 for a row
+    imported (:data:`IMPORTED_COLUMN`), 0 otherwise."""
     params: dict[str, Any] = {}
     cells = []
     for i, c in enumerate(columns):
@@ -128,6 +147,8 @@ def _pivot_sql(
         if day_origin is not None:
             value = f"coalesce({value}, {EMPTY})"
         cells.append(f"{value} AS c{i}")
+    if imported:
+        cells.append(f"CASE WHEN s.import_id IS NULL THEN 0 ELSE 1 END AS {IMPORTED_COLUMN}")
     day = "to_char(s.submitted_on, 'YYYY-MM-DD')" if dialect == "postgresql" else "s.submitted_on"
     if day_origin is not None:
         origin = day_origin.isoformat()
@@ -140,7 +161,9 @@ def _pivot_sql(
         + "".join(f", {cell}" for cell in cells)
         + " FROM answers a JOIN submissions s ON s.id = a.submission_id"
         + f" WHERE s.survey_id = {int(survey.id)}"
-        + " GROUP BY a.submission_id, s.submitted_on ORDER BY a.submission_id"
+        + " GROUP BY a.submission_id, s.submitted_on"
+        + (", s.import_id" if imported else "")
+        + " ORDER BY a.submission_id"
     )
     return sql, params
 
@@ -150,19 +173,25 @@ def _copyable(columns: list[_Column]) -> bool:
 
 
 def microdata_csv_lines(
-    session: Session, survey: Survey, *, chunk_rows: int = MICRODATA_CHUNK_ROWS, batch_size: int = MICRODATA_BATCH_SIZE
+    session: Session,
+    survey: Survey,
+    *,
+    chunk_rows: int = MICRODATA_CHUNK_ROWS,
+    batch_size: int = MICRODATA_BATCH_SIZE,
+    imported: bool = False,
 ) -> Iterator[str]:
-    """The microdata CSV's rows (no header) in chunks of ``chunk_rows`` rows.
+    """The microdata CSV's rows (no header) in chunks of ``chunk_rows`` rows (with ``imported``, the
+    :data:`IMPORTED_COLUMN` last).
 
     Everything about the survey is read before the first chunk is asked for (a streamed response
     outlives the view that made it)."""
     columns = _columns(survey)
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql" and _copyable(columns):
-        sql, params = _pivot_sql(survey, columns, dialect, lookups=True)
+        sql, params = _pivot_sql(survey, columns, dialect, lookups=True, imported=imported)
         return _copy_chunks(session, sql, params, chunk_rows)
-    batches = microdata_batches(session, survey, batch_size=batch_size, columns=columns)
-    return written_chunks(microdata_table(survey), batches, chunk_rows)
+    batches = microdata_batches(session, survey, batch_size=batch_size, columns=columns, imported=imported)
+    return written_chunks(microdata_table(survey, imported), batches, chunk_rows)
 
 
 def _copy_chunks(session: Session, sql: str, params: dict[str, Any], chunk_rows: int) -> Iterator[str]:
@@ -203,6 +232,7 @@ def microdata_batches(
     *,
     batch_size: int = MICRODATA_BATCH_SIZE,
     columns: list[_Column] | None = None,
+    imported: bool = False,
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Lists of at most ``batch_size`` rows ``(row number, day "YYYY-MM-DD", *cells)``, the cells in
     the researcher's codes in question order (None where a question was not answered; a randomized
@@ -212,7 +242,7 @@ def microdata_batches(
     hands over a batch at a time and memory stays the same whatever the number of respondents.
     Rows are numbered 1..N in stored order; the database ids are not exported."""
     columns = columns if columns is not None else _columns(survey)
-    sql, _ = _pivot_sql(survey, columns, session.get_bind().dialect.name, lookups=False)
+    sql, _ = _pivot_sql(survey, columns, session.get_bind().dialect.name, lookups=False, imported=imported)
     mapped = [(2 + i, c.value_of) for i, c in enumerate(columns) if c.value_of is not None]
     for batch in _fetched(session, sql, batch_size):
         yield [_mapped(row, mapped) for row in batch] if mapped else batch

@@ -1,6 +1,6 @@
 """A sensitive question may let its respondents decline it ("prefer not to say").
 
-Revision ID: 0019_decline
+Revision ID: 0019
 Revises: 0018
 
 ``questions.decline``: whether a respondent may send the "declined" marker for this question
@@ -12,7 +12,7 @@ question: each stays as it was asked. A declined answer is stored as an answer w
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_decline"
+revision = "0019"
 down_revision = "0018"
 branch_labels = None
 depends_on = None

@@ -187,6 +187,40 @@ SCHEMAS: dict[str, Any] = {
         additionalProperties=False,
     ),
     "Stored": _object({"status": {"enum": ["stored", "already received"]}, "message": STRING}),
+    "ImportRows": {
+        "type": "array",
+        "description": "One object per response: `submitted_on` (YYYY-MM-DD) and each answered question's column "
+        "(its variable name in the exports, or its key) with the value the microdata export writes.",
+        "items": {"type": "object", "additionalProperties": {"type": ["integer", "number", "string", "null"]}},
+    },
+    "Imported": _object(
+        {
+            "rows": INTEGER,
+            "added": INTEGER,
+            "already_imported": BOOLEAN,
+            "dry_run": BOOLEAN,
+            "sha256": STRING,
+            "import": {"type": ["integer", "null"]},
+        },
+        description="What an upload did: `added` is 0 when the same rows came before, or for a dry run.",
+    ),
+    "ImportProblem": _object(
+        {"type": STRING, "status": INTEGER, "code": STRING},
+        {
+            "errors": _array(
+                _object(
+                    {
+                        "row": {**INTEGER, "description": "1 = the first row after the header; 0 = the header."},
+                        "column": {"type": ["string", "null"]},
+                        "code": STRING,
+                        "message": STRING,
+                    }
+                )
+            ),
+        },
+        description="A refused upload: an RFC 9457 problem; with `import.rows_invalid`, `errors` lists every "
+        "row and column at fault (at most 200). Nothing was written.",
+    ),
 }
 
 SLUG = {
@@ -389,6 +423,50 @@ PATHS["/surveys/{slug}/responses"] = {
         },
     }
 }
+PATHS["/surveys/{slug}/imports"] = {
+    "post": {
+        "operationId": "importResponses",
+        "summary": "Import responses collected elsewhere",
+        "description": "Reports collected on paper, by telephone or in another tool under the survey's design, as "
+        "CSV or JSON in the microdata export's shape (docs/analysis.md, 'Importing responses collected "
+        "elsewhere'). Every row is checked as a web submission is; if any fails, nothing is written and every "
+        "row and column at fault is listed. The same rows uploaded again add nothing. By the survey's owner or "
+        "organizers, with an `imports` token only.",
+        "tags": ["imports"],
+        "security": [{"token": ["imports"]}],
+        "parameters": [
+            SLUG,
+            _query("dry_run", "`true`: check every row and say what would be added; write nothing."),
+        ],
+        "requestBody": {
+            "required": True,
+            "content": {
+                "text/csv": {"schema": STRING},
+                "application/json": {"schema": _ref("ImportRows")},
+                "multipart/form-data": {
+                    "schema": _object({"file": {"type": "string", "format": "binary"}}),
+                },
+            },
+        },
+        "responses": {
+            "200": _json("Imported", "The same rows were imported before (nothing added), or a dry run."),
+            "201": _json("Imported", "Imported."),
+            "400": {
+                "description": "A row or the file is refused (`import.rows_invalid` lists them; `import.*`).",
+                "content": {PROBLEM_JSON: {"schema": _ref("ImportProblem")}},
+            },
+            "401": READ_REFUSALS["401"],
+            "403": _problem(
+                "The token's scope is not `imports` (`token.scope`), or the user is not the survey's owner or "
+                "an organizer (`import.not_organizer`)."
+            ),
+            "404": READ_REFUSALS["404"],
+            "409": _problem("The survey is a draft (`import.draft`)."),
+            "413": _problem("The body is too large (`http.413`)."),
+            "429": READ_REFUSALS["429"],
+        },
+    }
+}
 for _path, _refusal in (("/openapi.json", "This description."), ("/docs", "This description, as a page.")):
     PATHS[_path] = {
         "get": {
@@ -426,6 +504,7 @@ def description(server: str) -> dict[str, Any]:
             {"name": "surveys", "description": "Which surveys you may read, and their specs."},
             {"name": "results", "description": "Estimates, live intervals, analyses and exports."},
             {"name": "respondents", "description": "What a respondent's device sends."},
+            {"name": "imports", "description": "Responses collected elsewhere (paper, telephone, another tool)."},
             {"name": "description", "description": "This description."},
         ],
         "paths": PATHS,
@@ -436,7 +515,8 @@ def description(server: str) -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "A personal API token (`rrs_...`) with one scope: `results` (read results and "
-                    "exports) or `manage` (list surveys and read their specs). Limited to some surveys if its "
+                    "exports), `manage` (list surveys and read their specs) or `imports` (upload responses collected "
+                    "elsewhere). Limited to some surveys if its "
                     "owner chose so, and never more than its owner's role of the moment.",
                 },
                 "session": {

@@ -22,8 +22,9 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 
 from survey.domain.accounts.access import allowed, role_of, survey_for, visible_surveys
-from survey.domain.errors import DomainError
+from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import Survey, User
+from survey.domain.responses.imports import MAX_BYTES, format_of, import_responses
 from survey.domain.responses.tallies import submission_count
 from survey.domain.results.analysis import compare, regression
 from survey.domain.results.documents import anytime_document, live_document
@@ -238,3 +239,38 @@ def codebook_json(slug: str):
 def submit(slug: str):
     """A respondent's randomized answers (public, as the survey page's own submission)."""
     return submitting.submit_json(slug)
+
+
+# -- responses collected elsewhere -----------------------------------------------------------------
+
+
+@bp.post("/surveys/<slug>/imports")
+@csrf.exempt  # a token only (refused below without one): no cookie is read, so no cross-site request
+@takes_token("imports", methods=frozenset({"POST"}))
+def imports(slug: str):
+    """Responses collected elsewhere (paper, telephone, another tool), as CSV or JSON in the
+    microdata export's shape (survey.domain.responses.imports): by the survey's owner or organizers
+    with an ``imports`` token. 201 with what was added; 200 when the same rows came before (nothing
+    added); 400 listing every row and column at fault (nothing written)."""
+    if current_grant() is None:
+        raise DomainError("api.unauthenticated")
+    request.max_content_length = MAX_BYTES  # the app's limit fits a submission; nothing read the body yet
+    request.max_form_memory_size = MAX_BYTES
+    user = _user()
+    survey = _readable(slug, "results")
+    if not allowed(user, survey, "edit"):
+        raise Forbidden("import.not_organizer")
+    upload = request.files.get("file")
+    if upload is not None:
+        data, file_format = upload.read(), format_of(upload.filename, upload.mimetype)
+    else:
+        data, file_format = request.get_data(), format_of(None, request.mimetype)
+    dry_run = request.args.get("dry_run", "").lower() in ("1", "true", "yes")
+    try:
+        result = import_responses(db.session, survey, data, file_format, user=user, dry_run=dry_run)
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    status = 201 if not (result.already or result.dry_run) else 200
+    return jsonify(result.to_dict()), status

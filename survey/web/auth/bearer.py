@@ -11,7 +11,8 @@ there is none). What the hook adds is what the token limits:
   a bearer request 401 ``token.not_here``: a token never reaches a page, a form or a change. The
   public addresses of /api/v1 (the respondent's submission, the description) do not read a token.
   A request with a token is never also signed in by its cookie: the session cookie is not read,
-  none is made, and no CSRF exemption is needed (every endpoint a token reaches is a GET);
+  none is made, and no CSRF exemption is needed (every endpoint a token reaches is a GET, but the
+  upload of responses collected elsewhere, a POST that takes a token and nothing else);
 - its scope (403 ``token.scope``) and its surveys (404, as for a survey that is not one's own);
 - its rate: ``API_TOKEN_RATE_LIMIT`` per token, and refused tokens on ``TOKEN_RATE_LIMIT`` per
   address (survey.platform.limits); 429 past either.
@@ -37,12 +38,10 @@ from survey.platform.extensions import db
 from survey.platform.limits import limiter
 from survey.platform.security import is_bearer_request
 
-from ..common import TOKEN_SCOPES, json_error
+from ..common import READ_METHODS, TOKEN_METHODS, TOKEN_SCOPES, json_error
 
 #: The results blueprint's HTML pages: for browsers only, never for a token.
 RESULTS_PAGES = frozenset({"results.index", "results.survey", "results.compare_page", "results.regression_page"})
-#: The methods a token may use (reading only: no endpoint that changes anything takes a token yet).
-READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 def scope_for(endpoint: str | None, method: str, view: Callable[..., Any] | None = None) -> frozenset[str] | None:
@@ -51,12 +50,13 @@ def scope_for(endpoint: str | None, method: str, view: Callable[..., Any] | None
 
     Every endpoint of the results blueprint but its pages (its JSON and its downloads, including
     those added later), read with GET, takes a ``results`` token. A view marked with
-    :func:`survey.web.common.takes_token` (the /api/v1 blueprint's) takes its scopes with GET; one
+    :func:`survey.web.common.takes_token` (the /api/v1 blueprint's) takes its scopes with GET (or the
+    methods it names: the upload of responses, with POST); one
     marked with no scope is public, and answers an empty set: the token is not read at all."""
     if endpoint and endpoint.startswith("results.") and endpoint not in RESULTS_PAGES and method in READ_METHODS:
         return frozenset({"results"})
     scopes: frozenset[str] | None = getattr(view, TOKEN_SCOPES, None)
-    if scopes is not None and (not scopes or method in READ_METHODS):
+    if scopes is not None and (not scopes or method in getattr(view, TOKEN_METHODS, READ_METHODS)):
         return scopes
     return None
 

@@ -11,4 +11,4 @@ from flask import Blueprint
 
 bp = Blueprint("organize", __name__)
 
-from . import builder_views, codes_views, lifecycle_views, team_views  # noqa: E402, F401
+from . import builder_views, codes_views, imports_views, lifecycle_views, team_views  # noqa: E402, F401

@@ -34,6 +34,7 @@ from survey.platform.extensions import db
 from ..common import commit_or_refuse, localized, me, say, see_other
 from ..mailing import Delivery, respondent_url
 from .codes_forms import CodesForm
+from .imports_forms import ImportResponsesForm
 from .lifecycle_forms import AccessForm, AddressForm, AutoCloseForm, DatesForm
 from .team_forms import AddMemberForm
 
@@ -92,6 +93,8 @@ def render_manage(
     *,
     lifecycle_error: str = "",
     codes_error: str = "",
+    imports_error: str = "",
+    imports_problems: list[Any] | None = None,
     delivery: Delivery | None = None,
     **forms: Any,
 ):
@@ -103,6 +106,7 @@ def render_manage(
         "access_form": Later(lambda: AccessForm(formdata=None, data={"access": survey.access})),
         "auto_close_form": Later(lambda: AutoCloseForm(formdata=None, data={"auto_close": survey.auto_close})),
         "codes_form": Later(lambda: CodesForm(formdata=None)),
+        "imports_form": Later(lambda: ImportResponsesForm(formdata=None)),
         "member_form": Later(lambda: AddMemberForm(formdata=None)),
         "address_form": Later(lambda: AddressForm(formdata=None, data={"slug": survey.slug})),
         "members_error": "",
@@ -127,6 +131,8 @@ def render_manage(
         codes_page=page,
         codes_pages=pages,
         codes_error=codes_error,
+        imports_error=imports_error,
+        imports_problems=imports_problems or [],
         survey_link=respondent_url("respond.show", slug=survey.slug),
         submissions=submission_count(db.session, survey),
         total_epsilon=epsilon_text(survey.total_epsilon()),
