@@ -241,3 +241,17 @@ def test_the_language_is_not_stored_with_the_answers(app, client, slug):
         schema = inspect(db.engine)
         columns = {c["name"] for table in schema.get_table_names() for c in schema.get_columns(table)}
     assert not {name for name in columns if "lang" in name or "locale" in name}
+
+
+def test_work_outside_a_request_speaks_english(app):
+    """A mail sent after the response (platform/background.py) or a CLI command runs with the app but
+    no request: its sentences are English, and asking for the locale does not fail."""
+    from flask_babel import force_locale, get_locale
+
+    from survey.web.languages import select_locale
+
+    with app.app_context():
+        assert select_locale() == "en"
+        assert str(get_locale()) == "en"
+        with force_locale("es"):
+            assert str(get_locale()) == "es"

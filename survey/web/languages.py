@@ -15,7 +15,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from babel.lists import format_list
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, has_request_context, request
 
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
 
@@ -28,7 +28,8 @@ COOKIE_AGE = 365 * 24 * 3600
 
 
 def _respondent_request() -> bool:
-    return request.blueprint in RESPONDENT_BLUEPRINTS
+    """Work done outside a request (a mail sent after the response, a CLI command) is no respondent's page."""
+    return has_request_context() and request.blueprint in RESPONDENT_BLUEPRINTS
 
 
 def _asked() -> str | None:
