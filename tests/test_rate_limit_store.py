@@ -72,6 +72,9 @@ def test_with_the_store_down_secrets_are_refused_and_answers_let_through(tmp_pat
     messages = [record.getMessage() for record in caplog.records]
     assert any("refusing (503)" in m and "LOGIN_RATE_LIMIT" in m for m in messages), messages
     assert any("letting through uncounted" in m and "SUBMISSION_RATE_LIMIT" in m for m in messages), messages
+    # clearing every store this process used (every test app does) passes over the one that is down
+    limiter.reset()
+    assert all(url != down for url, _ in limiter.stores)
 
 
 def test_without_a_store_url_the_counters_are_this_process_memory(tmp_path):

@@ -69,6 +69,13 @@ def on_starting(server) -> None:
     ``check_shared_limits``): several need ``RATELIMIT_STORAGE_URL``. Read from gunicorn's final
     settings, so that ``-w`` on the command line counts too."""
     os.environ["SURVEY_WORKER_PROCESSES"] = str(server.cfg.workers)
+    if server.cfg.preload_app:
+        # the preloaded app was made before this hook, not knowing the count (`-w` included): checked
+        # here instead; gunicorn prints the RuntimeError and exits 1
+        from survey.platform.config import check_shared_limits
+        from survey.platform.wsgi import app
+
+        check_shared_limits(app.config)
 
 
 def post_fork(server, worker):
