@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, lazyload, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from survey.domain.models import Option, Question, Survey
 
@@ -50,3 +51,17 @@ def first_labels(session: Session, survey: Survey, shown: int) -> dict[int, list
     for question_id, label in rows:
         labels.setdefault(question_id, []).append(label)
     return labels
+
+
+def with_options(session: Session, questions: list[Question]) -> list[Question]:
+    """``questions`` (from :func:`question_list`) with their options read in one query for all, for a
+    page that shows the options of some of them (an analysis form's answer select): reading each
+    question's options as it is asked for would send a statement per question."""
+    found: dict[int, list[Option]] = {q.id: [] for q in questions}
+    if found:
+        query = select(Option).where(Option.question_id.in_(list(found))).order_by(Option.question_id, Option.code)
+        for option in session.scalars(query):
+            found[option.question_id].append(option)
+    for question in questions:
+        set_committed_value(question, "options", found[question.id])
+    return questions

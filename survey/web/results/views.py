@@ -48,7 +48,7 @@ from survey.domain.results.rscript import r_script
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.kinds import REGISTRY
-from survey.domain.surveys.outline import question_list
+from survey.domain.surveys.outline import option_counts, question_list, with_options
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
 from survey.privacy.designs import design_name
@@ -481,10 +481,21 @@ def _chosen_category(question: Question | None, category: str | None) -> int | N
     return researcher_code(question, parse_category(question, None))
 
 
-def _options_by_question(questions: list[Question]) -> dict[str, dict[str, Any]]:
+#: How many options, over every question, the analysis pages carry for their answer select to follow
+#: the question picked (static/js/results/answer-options.js). Past it they carry the chosen
+#: question's only (the server does the same on the next page): 200 questions of 50 long options made
+#: an 8 MB page.
+OPTIONS_CARRIED = 1000
+
+
+def _options_by_question(survey: Survey, questions: list[Question], chosen: str | None) -> dict[str, dict[str, Any]]:
     """Each question's options in the researcher's codes and the one chosen by default, for the
-    page's select of an answer (static/js/results/answer-options.js offers the options of the
-    question picked, before the form is sent)."""
+    page's select of an answer, read in one query for all; only ``chosen``'s when there are more
+    than :data:`OPTIONS_CARRIED` in all."""
+    counts = option_counts(db.session, survey)
+    if sum(counts.get(q.id, 0) for q in questions) > OPTIONS_CARRIED:
+        questions = [q for q in questions if q.key == chosen]
+    with_options(db.session, questions)
     return {q.key: {"options": researcher_options(q), "default": _chosen_category(q, None)} for q in questions}
 
 
@@ -520,7 +531,7 @@ def compare_page(slug: str):
             question=chosen,
             by=by,
             category_options=[] if chosen is None else researcher_options(chosen),
-            options_by_question=_options_by_question(randomized),
+            options_by_question=_options_by_question(survey, randomized, question),
             # the answer chosen stays chosen while another sensitive question is related to this
             # one (an association has no answer of its own), so the next breakdown shows it again
             category=_chosen_category(chosen, category),
@@ -656,7 +667,7 @@ def regression_page(slug: str):
             direct=direct,
             outcome=outcome,
             category=category,
-            category_options=_options_by_question(randomized),
+            category_options=_options_by_question(survey, randomized, outcome),
             chosen=chosen,
             result=result,
             data=None if result is None else result.to_dict(),
