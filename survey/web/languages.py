@@ -64,14 +64,16 @@ def language_links(code: str | None = None) -> list[dict[str, str | bool]]:
     """The switch: for each language, a link to this very page in it, and whether it is the page's
     language. The link carries ``lang`` and, on a page opened with a valid invitation code (which
     the page then holds anyway), that ``code``; nothing else of the address, so that a page shows
-    nothing of a code it refused."""
+    nothing of a code it refused. The link is the query alone (``?lang=es``), which the browser
+    resolves against this page's address: a page that refuses (a survey one may not see) writes
+    nothing of the address it refused."""
     current = select_locale()
     kept = [("code", code)] if code else []
     return [
         {
             "code": language,
             "name": name,
-            "href": request.path + "?" + urlencode([*kept, (COOKIE, language)]),
+            "href": "?" + urlencode([*kept, (COOKIE, language)]),
             "current": language == current,
         }
         for language, name in LANGUAGES.items()
