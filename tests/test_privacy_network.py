@@ -316,7 +316,9 @@ def test_the_database_holds_exactly_what_was_posted(run):
             else:
                 assert stored == posted
         # a submission is its survey and a date; an invitation is its code and whether it was used (or revoked)
-        assert {c.key for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on"}
+        # import_id: set only on rows a researcher imported (their own upload), null on every web submission
+        assert {c.key for c in Submission.__table__.columns} == {"id", "survey_id", "submitted_on", "import_id"}
+        assert all(s.import_id is None for s in db.session.scalars(select(Submission)))
         assert {c.key for c in Answer.__table__.columns} == {"id", "submission_id", "question_id", "value"}
         assert {c.key for c in RespondentCode.__table__.columns} == {"id", "survey_id", "code", "used", "revoked"}
 
