@@ -446,6 +446,45 @@ def _too_large(patterns: int | str, coefficients: int) -> DomainError:
     )
 
 
+def _covariates(session: Session, survey: Survey, covariate_keys: list[str]) -> list[Question]:
+    """The covariates a regression was asked for, each once: at least one, at most
+    :data:`MAX_COVARIATES`, every one asked directly (a randomized covariate would need its own
+    deconvolution). Shared by the regression of a yes/no-like outcome and of a randomized number."""
+    keys = list(dict.fromkeys(k for k in covariate_keys if k))
+    if not keys:
+        raise DomainError("regression.no_covariates", path=("covariates",))
+    if len(keys) > MAX_COVARIATES:
+        raise DomainError("regression.too_many_covariates", path=("covariates",), most=MAX_COVARIATES)
+    covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
+    for q in covariates:
+        if q.is_randomized:
+            raise DomainError("regression.covariate_randomized", path=("covariates",), key=q.key)
+    return covariates
+
+
+def _design_columns(
+    covariates: list[Question], values: np.ndarray
+) -> tuple[list[tuple[int, int | None]], list[str], list[str]]:
+    """The design's columns over the patterns ``values`` (one column per covariate), their names, and
+    the indicators dropped: a number question enters as itself; a question with options as one
+    indicator per option but the first, for the options someone in the sample chose."""
+    columns: list[tuple[int, int | None]] = []
+    names, dropped = [], []
+    for j, q in enumerate(covariates):
+        if q.is_number:
+            columns.append((j, None))
+            names.append(q.key)
+            continue
+        seen = set(np.unique(values[:, j]).tolist())
+        for code, label in enumerate(q.labels[1:], start=1):
+            if code in seen:
+                columns.append((j, code))
+                names.append(f"{q.key} = {label}")
+            else:
+                dropped.append(f"{q.key} = {label}")
+    return columns, names, dropped
+
+
 def regression(
     session: Session,
     survey: Survey,
@@ -469,15 +508,7 @@ def regression(
             "regression.not_applicable",
             path=("category",),
         )
-    keys = list(dict.fromkeys(k for k in covariate_keys if k))
-    if not keys:
-        raise DomainError("regression.no_covariates", path=("covariates",))
-    if len(keys) > MAX_COVARIATES:
-        raise DomainError("regression.too_many_covariates", path=("covariates",), most=MAX_COVARIATES)
-    covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
-    for q in covariates:
-        if q.is_randomized:
-            raise DomainError("regression.covariate_randomized", path=("covariates",), key=q.key)
+    covariates = _covariates(session, survey, covariate_keys)
     # every model has the intercept and at least one more coefficient, so more patterns than this is
     # too large whatever options turn out to be chosen
     most = MAX_REGRESSION_CELLS // 2
@@ -487,22 +518,7 @@ def regression(
     if len(rows) > most:
         raise _too_large(f"more than {most:,}", _number_of_coefficients(covariates))
     values = np.array([row[:-2] for row in rows], dtype=np.int64).reshape(len(rows), len(covariates))
-    # a number question enters as itself; a question with options as one indicator per option but the
-    # first, for the options someone in the sample chose
-    columns: list[tuple[int, int | None]] = []
-    names, dropped = [], []
-    for j, q in enumerate(covariates):
-        if q.is_number:
-            columns.append((j, None))
-            names.append(q.key)
-            continue
-        seen = set(np.unique(values[:, j]).tolist())
-        for code_, label in enumerate(q.labels[1:], start=1):
-            if code_ in seen:
-                columns.append((j, code_))
-                names.append(f"{q.key} = {label}")
-            else:
-                dropped.append(f"{q.key} = {label}")
+    columns, names, dropped = _design_columns(covariates, values)
     if len(rows) * (len(columns) + 1) > MAX_REGRESSION_CELLS:
         raise _too_large(f"{len(rows):,}", len(columns) + 1)
     X = _design_matrix(values, columns)

@@ -30,9 +30,10 @@ from survey.domain.errors import DomainError
 from survey.domain.models import DECLINED, Answer, Question, Survey
 from survey.domain.results.analysis import (
     LEVEL,
-    MAX_COVARIATES,
     MAX_REGRESSION_CELLS,
     NO_ANSWER,
+    _covariates,
+    _design_columns,
     _design_matrix,
     _number_of_coefficients,
     _question,
@@ -240,15 +241,7 @@ def number_regression(
     outcome = _question(session, survey, outcome_key, ("outcome",))
     if not outcome.kind_entry.randomized_number:
         raise DomainError("regression.outcome_not_randomized", path=("outcome",), key=outcome.key)
-    keys = list(dict.fromkeys(k for k in covariate_keys if k))
-    if not keys:
-        raise DomainError("regression.no_covariates", path=("covariates",))
-    if len(keys) > MAX_COVARIATES:
-        raise DomainError("regression.too_many_covariates", path=("covariates",), most=MAX_COVARIATES)
-    covariates = [_question(session, survey, key, ("covariates",)) for key in keys]
-    for q in covariates:
-        if q.is_randomized:
-            raise DomainError("regression.covariate_randomized", path=("covariates",), key=q.key)
+    covariates = _covariates(session, survey, covariate_keys)
     most = MAX_REGRESSION_CELLS // 2
     rows = report_pattern_sums(session, outcome, covariates, limit=most + 1)
     if not rows:
@@ -256,20 +249,7 @@ def number_regression(
     if len(rows) > most:
         raise _too_large(f"more than {most:,}", _number_of_coefficients(covariates))
     values = np.array([row[:-3] for row in rows], dtype=np.int64).reshape(len(rows), len(covariates))
-    columns: list[tuple[int, int | None]] = []
-    names, dropped = [], []
-    for j, q in enumerate(covariates):
-        if q.is_number:
-            columns.append((j, None))
-            names.append(q.key)
-            continue
-        seen = set(np.unique(values[:, j]).tolist())
-        for code, label in enumerate(q.labels[1:], start=1):
-            if code in seen:
-                columns.append((j, code))
-                names.append(f"{q.key} = {label}")
-            else:
-                dropped.append(f"{q.key} = {label}")
+    columns, names, dropped = _design_columns(covariates, values)
     if len(rows) * (len(columns) + 1) > MAX_REGRESSION_CELLS:
         raise _too_large(f"{len(rows):,}", len(columns) + 1)
     n = np.array([row[-3] for row in rows], dtype=float)

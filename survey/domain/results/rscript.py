@@ -184,14 +184,19 @@ mean_interval <- function(x, low, high, level) {
   c(low + (high - low) * lower, low + (high - low) * upper)
 }
 
+# the estimates file's row of a number's mean, its figures still to be filled in
+mean_row <- function(design, n) {
+  data.frame(question_key = design$key, variable = design$variable, n = n, option_code = NA,
+             option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_,
+             consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
+             interval_method = "", stringsAsFactors = FALSE)
+}
+
 # a number question (asked directly): its mean, standard error and betting interval, as the estimates file
 summarize_number <- function(design, column) {
   x <- column[!is.na(column)]
   n <- length(x)
-  row <- data.frame(question_key = design$key, variable = design$variable, n = n, option_code = NA,
-                    option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_,
-                    consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
-                    interval_method = "", stringsAsFactors = FALSE)
+  row <- mean_row(design, n)
   if (n == 0) return(row)
   row$unbiased <- row$consistent <- mean(x)
   if (n >= 2) row$standard_error <- sd(x) / sqrt(n)
@@ -208,10 +213,7 @@ summarize_number <- function(design, column) {
 summarize_reports <- function(design, column) {
   x <- column[!is.na(column)]
   n <- length(x)
-  row <- data.frame(question_key = design$key, variable = design$variable, n = n, option_code = NA,
-                    option_label = "mean", reported_count = NA, observed_share = NA_real_, unbiased = NA_real_,
-                    consistent = NA_real_, standard_error = NA_real_, ci_low = NA_real_, ci_high = NA_real_,
-                    interval_method = "", stringsAsFactors = FALSE)
+  row <- mean_row(design, n)
   if (n == 0) return(row)
   row$unbiased <- row$consistent <- mean(x)
   if (isTRUE(design$normal)) {

@@ -428,7 +428,7 @@ def _asked_number(survey: Survey, name: str) -> Question | None:
 
 def _number_comparison_page(survey: Survey, question: Question):
     """A randomized number's mean in each group of a question asked directly."""
-    direct = comparable(db.session, survey)[1]
+    randomized, direct = comparable(db.session, survey)
     by = request.args.get("by") or (direct[0].key if direct else None)
     result: NumberComparison | None = None
     error: DomainError | None = None
@@ -443,7 +443,7 @@ def _number_comparison_page(survey: Survey, question: Question):
             "results/compare_number.html",
             survey=survey,
             numbers=_randomized_numbers(survey),
-            randomized=comparable(db.session, survey)[0],
+            randomized=randomized,
             direct=direct,
             question=question,
             by=by,
