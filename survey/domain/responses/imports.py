@@ -12,10 +12,13 @@ The file is the microdata export's own shape (docs/exports.md), so an export re-
   a randomized number's report in the question's units. An empty cell is a question not answered.
 - the export's other columns (``submission``, the row number; ``imported``) are accepted and
   ignored. Any other column is an error: a misspelt question would otherwise be dropped silently.
-  (A later ``arm`` column, once surveys have arms, is one more known column here.)
+
+A split ballot's arm (:mod:`survey.domain.surveys.arms`) is the column a row answers: a report
+collected under the randomized arm goes in that arm's question's column, one asked directly in the
+direct arm's. A row answers at most one arm of a group, and one of them when the group is required.
 
 Every row is checked as a web submission is (:meth:`survey.domain.responses.submissions.Field.check`,
-the required questions, not empty), and every problem of every row is collected with its row number
+the required questions and split ballots, not empty), and every problem of every row is collected with its row number
 (1 = the first row after the header, or the list's first object) and column: if any row fails,
 nothing is written and the researcher sees them all at once.
 
@@ -60,7 +63,7 @@ from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError
 from survey.domain.models import TALLY_SHARDS, Answer, Question, ResponseImport, Submission, Survey, User, today
 from survey.domain.responses.mixing import question_kinds
-from survey.domain.responses.submissions import Field, submission_form
+from survey.domain.responses.submissions import Field, arm_problems, submission_form
 from survey.domain.results.coding import stored_code
 from survey.domain.surveys.variable_names import variable_names
 from survey.domain.validation import parse_json
@@ -297,8 +300,11 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
                 result.problems.append(_problem(number, name, error))
         answered = {name for name, raw in record.items() if raw is not None and str(raw).strip()}
         for f in fields:
-            if f.required and not ({f.key, names[f.key]} & answered):
+            if f.required and f.arm_group is None and not ({f.key, names[f.key]} & answered):
                 result.problems.append(_problem(number, names[f.key], DomainError("answer.required", key=f.key)))
+        answered_ids = {f.id for f in fields if {f.key, names[f.key]} & answered}
+        for error in arm_problems(fields, answered_ids):
+            result.problems.append(_problem(number, names[error.path[-1]], error))
         if not answered & set(columns):
             result.problems.append(_problem(number, None, DomainError("submission.empty")))
         if day is not None:

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Design, Question, Survey
+from survey.domain.surveys.arms import composed
 from survey.domain.surveys.outline import option_counts, question_list
 from survey.domain.surveys.planning import PLANNING_LEVEL, PLANNING_SHARE
 from survey.domain.validation import within_cap
@@ -263,9 +264,11 @@ def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None
     without rebuilding any mechanism: for pages that show the total but nothing else of the designs.
     ``questions`` are the survey's, when they have been read already (with their designs)."""
     return total_epsilon(
-        math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon
-        for q in (survey.questions if questions is None else questions)
-        if q.is_randomized
+        composed(
+            (q.arm_group, math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon)
+            for q in (survey.questions if questions is None else questions)
+            if q.is_randomized
+        )
     )
 
 
@@ -275,15 +278,15 @@ def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]
     if not surveys:
         return {}
     rows = session.execute(
-        select(Question.survey_id, Design.epsilon)
+        select(Question.survey_id, Question.arm_group, Design.epsilon)
         .join(Design, Design.question_id == Question.id)
         .where(Question.survey_id.in_([s.id for s in surveys]))
         .order_by(Question.survey_id, Question.position)
     )
-    found: dict[int, list[float]] = {s.id: [] for s in surveys}
-    for survey_id, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
-        found[survey_id].append(math.inf if epsilon is None else epsilon)
-    return {survey_id: total_epsilon(values) for survey_id, values in found.items()}
+    found: dict[int, list[tuple[str | None, float]]] = {s.id: [] for s in surveys}
+    for survey_id, group, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
+        found[survey_id].append((group, math.inf if epsilon is None else epsilon))
+    return {survey_id: total_epsilon(composed(values)) for survey_id, values in found.items()}
 
 
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from survey.domain import validation
 from survey.domain.errors import DomainError
 from survey.domain.messages import message
 from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
+from survey.domain.surveys.arms import check_groups, parse_arm
 from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
 from survey.domain.surveys.planning import (
     EPSILON_CAP_RULE,
@@ -70,6 +71,7 @@ QUESTION_FIELDS = {
     "maximum",
     "bins",
     "decline",
+    "arm",
 }
 #: The widest range a number question may have (the answers table holds 32-bit integers).
 NUMBER_LIMIT = 1_000_000_000
@@ -200,9 +202,12 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     if decline and not entry.randomized:
         raise place.error("spec.decline_not_randomized", "decline", kind=kind)
 
+    arm = parse_arm(raw.get("arm"), place)
+
     if entry.ranged:
         question = _ranged_question(raw, place, index, entry, key, text, help_text, required)
         question.decline = decline
+        question.arm_group, question.arm_share = arm or (None, None)
         return question
     for field in ("minimum", "maximum", "bins"):
         if field in raw:
@@ -229,6 +234,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         decline=decline,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
+    question.arm_group, question.arm_share = arm or (None, None)
     if not entry.randomized:
         if raw.get("privacy") is not None:
             raise place.error("spec.privacy_not_randomized", "privacy", kind=kind)
@@ -372,6 +378,7 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     planning = parse_planning(spec)
     seen: set[str] = set()
     questions = [question_from_spec(raw, i, seen) for i, raw in enumerate(raw_questions)]
+    check_groups(questions, question_place)
     slug = spec.get("slug")
     if slug is not None:
         if not validation.is_slug(slug):
@@ -427,6 +434,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     item["required"] = question.required
     if question.decline:
         item["decline"] = True
+    if question.arm_group is not None:
+        item["arm"] = {"group": question.arm_group, "share": question.arm_share}
     entry = question.kind_entry
     if entry.ranged:
         item["minimum"], item["maximum"] = question.minimum, question.maximum

@@ -9,6 +9,7 @@ server about ε; nothing here assumes the mechanism is a matrix.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -93,6 +94,12 @@ class QuestionView:
     @property
     def kind(self) -> Kind:
         return self.question.kind_entry
+
+    @property
+    def arm_group(self) -> str | None:
+        """The split ballot it is an arm of (survey.domain.surveys.arms): the page shows one arm of a
+        group, drawn by respond.js with the arms' shares, and hides and disables the others."""
+        return self.question.arm_group
 
     @property
     def template(self) -> str:
@@ -180,8 +187,39 @@ class SurveyPage:
         return [q for q in self.questions if not q.randomized]
 
     def number(self, view: QuestionView) -> int:
-        """The question's number as the page shows it (from 1)."""
-        return self.questions.index(view) + 1
+        """The question's number as the page shows it (from 1): the arms of a split ballot share one,
+        since a respondent sees one of them."""
+        return self._numbers[self.questions.index(view)]
+
+    @functools.cached_property
+    def _numbers(self) -> list[int]:
+        numbers: list[int] = []
+        previous: str | None = None
+        for q in self.questions:
+            same = q.arm_group is not None and q.arm_group == previous
+            numbers.append(numbers[-1] if same else (numbers[-1] if numbers else 0) + 1)
+            previous = q.arm_group
+        return numbers
+
+    @property
+    def splits(self) -> list[tuple[int, int]]:
+        """(number, how many ways) of each split ballot, in page order: the summary says that such a
+        question is asked one way of several, chosen at random, and the way shown says how it is protected."""
+        counts: dict[str, int] = {}
+        for q in self.questions:
+            if q.arm_group is not None:
+                counts[q.arm_group] = counts.get(q.arm_group, 0) + 1
+        firsts = {q.arm_group: q for q in reversed(self.questions) if q.arm_group is not None}
+        return sorted((self.number(firsts[group]), k) for group, k in counts.items())
+
+    @property
+    def questions_shown(self) -> int:
+        """How many questions a respondent answers: a split ballot is one."""
+        return self._numbers[-1] if self.questions else 0
+
+    def outside_splits(self, views: list[QuestionView]) -> list[QuestionView]:
+        """``views`` without the arms of split ballots (which the summary describes on their own)."""
+        return [q for q in views if q.arm_group is None]
 
 
 @dataclass

@@ -45,6 +45,7 @@ from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
 from survey.domain.results.number_analysis import NumberComparison, NumberRegression, compare_number, number_regression
 from survey.domain.results.rscript import r_script
+from survey.domain.results.split_ballots import SplitBallot, split_ballots
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.kinds import REGISTRY
@@ -256,7 +257,17 @@ def survey(slug: str):
         page=index + 1,
         page_of={q.key: i + 1 for i, page in enumerate(pages) for q in page},
         matrix_shown=MATRIX_SHOWN,
+        ballots=_split_ballots(survey, counts) if index == 0 else [],
+        design_name=design_name,
     )
+
+
+def _split_ballots(survey: Survey, counts: Any) -> list[SplitBallot]:
+    """The survey's split ballots, analysed from their arms' tallies (the first page of results shows them)."""
+    arms = [q for q in survey.questions if q.arm_group is not None]
+    if not arms:
+        return []
+    return split_ballots(arms, survey_results(db.session, survey, counts, arms), LEVEL)
 
 
 #: The media types of the labelled microdata (as IANA and the formats' makers name them).
