@@ -79,6 +79,8 @@ run: $(VENV)/.installed
 	@echo "Serving on http://$(HOST):$(PORT)  (Ctrl+C to stop)"
 	@echo "  Respondent page:  http://$(HOST):$(PORT)/s/health-and-habits"
 	@echo "  Results:          http://$(HOST):$(PORT)/surveys/health-and-habits/results"
+	@echo "  Split ballots (randomized against direct, non-compliance):"
+	@echo "                    http://$(HOST):$(PORT)/surveys/asking-honestly/results"
 	@echo "  Sign in as 'demo' with password 'demo-password' (an administrator: Users at /admin/users)."
 	@echo ""
 	$(FLASK) run --host $(HOST) --port $(PORT)

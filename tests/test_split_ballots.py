@@ -20,7 +20,7 @@ from sqlalchemy import select
 from survey.domain.errors import DomainError
 from survey.domain.models import Survey
 from survey.domain.responses.imports import ImportRefused, import_responses
-from survey.domain.responses.tallies import survey_counts, survey_results
+from survey.domain.responses.tallies import survey_counts, survey_results, tally_mismatches
 from survey.domain.results.exports import estimates_document
 from survey.domain.results.split_ballots import split_ballots
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
@@ -360,3 +360,24 @@ def test_the_respondent_page_hides_every_arm_until_its_script_draws_one(app, cli
     numbers = re.findall(r"<legend>\s*(\d+)\.", page)
     assert numbers == ["1", "1", "2", "3", "3"]
     assert "Question 1 is asked in one of 2 ways, chosen at random for you" in re.sub(r"\s+", " ", page)
+
+
+def test_the_validation_demo_finds_what_its_simulated_respondents_hid(app, user):
+    """The second demo's respondents deny drug use to the direct arm 40% of the time, and 10% of them
+    say "no" to the shoplifting coins whatever happens: at its seed, randomized minus direct is above
+    0, and the cheating detection model's intervals hold the simulated π = 0.25 × 0.9, β = 0.75 × 0.9
+    and γ = 0.1."""
+    from survey.domain.surveys.validation_demo import create_validation_demo
+
+    with app.app_context():
+        survey = create_validation_demo(db.session)
+        db.session.commit()
+        [drugs, shoplifting] = split_ballots(survey.questions, survey_results(db.session, survey))
+        [difference] = drugs.differences
+        assert (round(difference.result.randomized, 3), round(difference.result.direct, 3)) == (0.225, 0.12)
+        assert difference.result.low > 0 and difference.result.p_value < 0.001
+        fit = shoplifting.cheating
+        assert {k: round(v, 3) for k, v in fit.estimates.items()} == {"pi": 0.229, "beta": 0.68, "gamma": 0.091}
+        for name, truth in {"pi": 0.225, "beta": 0.675, "gamma": 0.1}.items():
+            assert fit.intervals[name][0] < truth < fit.intervals[name][1]
+        assert tally_mismatches(db.session, survey) == []
