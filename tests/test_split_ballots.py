@@ -381,3 +381,32 @@ def test_the_validation_demo_finds_what_its_simulated_respondents_hid(app, user)
         for name, truth in {"pi": 0.225, "beta": 0.675, "gamma": 0.1}.items():
             assert fit.intervals[name][0] < truth < fit.intervals[name][1]
         assert tally_mismatches(db.session, survey) == []
+
+
+def test_an_organizer_builds_a_split_ballot_in_the_builder(app, signed_in):
+    from .builder import add, field_error, new_draft, snapshot
+
+    slug = new_draft(signed_in, "Validation")
+    base = {"kind": "yes_no", "text": "Have you cheated?", "required": "y", "design": "warner", "set_by": "epsilon"}
+    add(signed_in, slug, {**base, "key": "cheat_rr", "epsilon": "1", "arm_group": "cheat", "arm_share": "0.5"})
+    # a share that is not a probability is refused beside its input
+    refused = add(signed_in, slug, {**base, "key": "x", "epsilon": "2", "arm_group": "cheat", "arm_share": "2"}, 400)
+    assert "above 0 and below 1" in field_error(refused.text, "arm_share")
+    # with one way only, publishing says the ballot cannot be asked
+    page = signed_in.post(f"/surveys/{slug}/publish")
+    assert page.status_code == 409 and "has one arm" in text(page)
+    direct = {"kind": "direct", "text": "Have you cheated?", "required": "y", "options": "yes\nno"}
+    add(signed_in, slug, {**direct, "key": "cheat_direct", "arm_group": "cheat", "arm_share": "0.5"})
+    questions = snapshot(app, slug)["questions"]
+    assert [q.get("arm") for q in questions] == [{"group": "cheat", "share": 0.5}] * 2
+    # editing a question keeps its ballot unless the form changes it
+    edited = signed_in.post(
+        f"/surveys/{slug}/questions/cheat_rr/edit",
+        data={**base, "key": "cheat_rr", "epsilon": "1", "text": "Cheated?", "arm_group": "cheat", "arm_share": "0.5"},
+    )
+    assert edited.status_code == 303, edited.text[:2000]
+    assert snapshot(app, slug)["questions"][0]["arm"] == {"group": "cheat", "share": 0.5}
+    assert signed_in.post(f"/surveys/{slug}/publish").status_code in (302, 303)
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        assert survey.status == "open" and survey.total_epsilon() == pytest.approx(1.0)

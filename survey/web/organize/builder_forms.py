@@ -201,6 +201,8 @@ class QuestionForm(BuilderForm):
     set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
     epsilon = StringField("ε (epsilon)", default="1")
     allow_one_sided = BooleanField("Allow one-sided protection (ε = ∞)")
+    arm_group = StringField("Split ballot (optional)", default="")
+    arm_share = StringField("Chance of being asked this way", default="0.5")
 
     #: The privacy inputs, from the registry (set by :meth:`build`).
     inputs: list[ParameterInput]
@@ -239,6 +241,8 @@ class QuestionForm(BuilderForm):
             "decline": question.decline,
             "options": "\n".join(question.labels) if question.kind_entry.options == LISTED else "",
             "allow_one_sided": False,
+            "arm_group": question.arm_group or "",
+            "arm_share": _exact(question.arm_share) if question.arm_share is not None else "0.5",
         }
         if question.is_number:
             data["minimum"], data["maximum"] = str(question.minimum), str(question.maximum)
@@ -331,6 +335,9 @@ class QuestionForm(BuilderForm):
             raw["options"] = self.option_labels()
         if entry is not None and entry.randomized and self.decline.data:
             raw["decline"] = True
+        group = (self.arm_group.data or "").strip()
+        if group:
+            raw["arm"] = {"group": group, "share": loose_number(self.arm_share.data)}
         if entry is not None and entry.randomized:
             if entry.options == LISTED and self._k() < 2:
                 raw["privacy"] = {"design": self.design.data}  # the spec says what is wrong: the options
@@ -377,6 +384,9 @@ class QuestionForm(BuilderForm):
             ("bins",): "bins",
             ("privacy", "design"): "design",
             ("privacy", "allow_one_sided"): "allow_one_sided",
+            ("arm",): "arm_group",
+            ("arm", "group"): "arm_group",
+            ("arm", "share"): "arm_share",
         }
 
     def field_for(self, path: Path) -> str | None:
