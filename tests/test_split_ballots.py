@@ -410,3 +410,18 @@ def test_an_organizer_builds_a_split_ballot_in_the_builder(app, signed_in):
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
         assert survey.status == "open" and survey.total_epsilon() == pytest.approx(1.0)
+
+
+def test_the_build_page_plans_each_split_ballot(app, signed_in):
+    """Respondents in all for randomized minus direct: a coin flip (0.5, 0.5) has variance 1 per
+    respondent at a true share of 50%, so with half the ballot in each way N = 1.96² (1/0.5 + 0.25/0.5)
+    / 0.05² = 3,842; and for γ, the cheating detection model's delta-method size at the stated guess."""
+    from survey.domain.surveys.validation_demo import VALIDATION_SPEC
+    from survey.privacy.noncompliance import noncompliance_sample_size
+
+    add_survey(app, {**VALIDATION_SPEC, "status": "draft"}, owner="alice", target_margin=0.05)
+    page = re.sub(r"\s+", " ", text(signed_in.get("/surveys/asking-honestly/build")))
+    assert '<span data-plan="difference">3,842 respondents in all</span>' in page
+    needed = noncompliance_sample_size("CDM", [0.2, 0.75], {"pi": 0.2, "beta": 0.7}, 0.05, "gamma", shares=[1, 1])
+    assert f'<span data-plan="noncompliance">{needed:,} respondents in all</span>' in page
+    assert "a split ballot counts once, with its largest ε" in page

@@ -223,12 +223,18 @@ def stochastic_lie_detector(
 
 
 def noncompliance_sample_size(
-    model: str, p: Sequence[float], truth: dict[str, float], margin: float, parameter: str = "pi", level: float = 0.95
+    model: str,
+    p: Sequence[float],
+    truth: dict[str, float],
+    margin: float,
+    parameter: str = "pi",
+    level: float = 0.95,
+    shares: Sequence[float] | None = None,
 ) -> int:
-    """Respondents (split evenly between the two arms) for ``parameter``'s interval to have half-width
-    ``margin`` at the organizer's guess ``truth`` (CDM: ``pi``, ``beta``; SLD: ``pi``, ``t``), from the
-    delta-method standard error (the profile interval's half-width at these sizes: within 10% in
-    tests/test_noncompliance.py)."""
+    """Respondents (split evenly between the two arms, or by ``shares``) for ``parameter``'s interval
+    to have half-width ``margin`` at the organizer's guess ``truth`` (CDM: ``pi``, ``beta``; SLD:
+    ``pi``, ``t``), from the delta-method standard error (the profile interval's half-width at these
+    sizes: within 10% in tests/test_noncompliance.py)."""
     if model not in ("CDM", "SLD"):
         raise ValueError(f"model must be CDM or SLD, got {model!r}")
     if not 0 < margin < 1:
@@ -245,6 +251,13 @@ def noncompliance_sample_size(
         raise ValueError(f"{model} has no parameter {parameter!r}; it has {', '.join(gradients)}")
     rates = np.clip(u + v * c, 1e-12, 1 - 1e-12)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    # the standard error with n respondents in each arm is se_1/√n; the margin needs z·se_1/√n ≤ margin
-    per_arm = _delta_se(*gradients[parameter], rates, np.ones(2), c)
-    return 2 * math.ceil((z * per_arm / margin) ** 2)
+    if shares is None:
+        # the standard error with n respondents in each arm is se_1/√n; the margin needs z·se_1/√n ≤ margin
+        per_arm = _delta_se(*gradients[parameter], rates, np.ones(2), c)
+        return 2 * math.ceil((z * per_arm / margin) ** 2)
+    split = np.asarray(shares, dtype=float)
+    if split.shape != (2,) or (split <= 0).any():
+        raise ValueError("shares: two positive numbers, one per arm")
+    split = split / split.sum()
+    # with N respondents in all, arm g has N·s_g: the variance is se_1(n = s)² / N
+    return math.ceil((z * _delta_se(*gradients[parameter], rates, split, c) / margin) ** 2)

@@ -26,15 +26,11 @@ from typing import Any
 
 from survey.domain.models import Question
 from survey.domain.responses.tallies import QuestionResult
-from survey.domain.surveys.arms import ArmGroup, groups_of
-from survey.privacy import Mechanism
+from survey.domain.surveys.arms import ArmGroup, forced_yes, groups_of
 from survey.privacy.arms import ArmDifference, randomized_minus_direct
 from survey.privacy.noncompliance import NonComplianceFit, cheating_detection, stochastic_lie_detector
 
 __all__ = ["ArmResult", "SplitBallot", "split_ballots"]
-
-#: How close to 1 a design's P(report "yes" | true "yes") must be for the non-compliance models.
-CERTAIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -91,19 +87,6 @@ class SplitBallot:
             },
             "notes": list(self.notes),
         }
-
-
-def forced_yes(question: Question, mechanism: Mechanism | None) -> float | None:
-    """For a randomized yes/no arm whose design makes every "yes" carrier report "yes", the chance a
-    non-carrier is made to report "yes" (the cheating detection model's p); None otherwise."""
-    if mechanism is None or not question.is_randomized_option or len(question.options) != 2:
-        return None
-    if question.kind_entry.labels != ("yes", "no"):
-        return None
-    matrix = mechanism.matrix  # rows: reports, columns: true answers; code 0 is "yes"
-    if abs(float(matrix[0][0]) - 1.0) > CERTAIN:
-        return None
-    return float(matrix[0][1])
 
 
 def _differences(ballot: SplitBallot, level: float) -> None:

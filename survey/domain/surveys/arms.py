@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from survey.domain import validation
 from survey.domain.validation import Place
 
-__all__ = ["ARM_FIELDS", "Arm", "ArmGroup", "check_groups", "composed", "groups_of", "parse_arm"]
+__all__ = ["ARM_FIELDS", "Arm", "ArmGroup", "check_groups", "composed", "forced_yes", "groups_of", "parse_arm"]
 
 #: What a question's ``arm`` object holds in a spec.
 ARM_FIELDS = frozenset({"group", "share"})
@@ -118,6 +118,24 @@ def check_groups(questions: Sequence[Armed], place_of: Any) -> None:
             raise place_of(first, group.arms[0].key).error(
                 "spec.arm_shares_sum", "arm", "share", group=group.name, total=round(total, 6)
             )
+
+
+#: How close to 1 a design's P(report "yes" | true "yes") must be for the non-compliance models.
+CERTAIN = 1e-9
+
+
+def forced_yes(question: Any, mechanism: Any) -> float | None:
+    """For a randomized yes/no arm whose design makes every "yes" carrier report "yes" (a coin flip
+    whose second coin always says "yes"), the chance a non-carrier is made to report "yes": the
+    cheating detection model's p for that arm. None for any other question or design."""
+    if mechanism is None or not question.is_randomized_option:
+        return None
+    if question.kind_entry.labels != ("yes", "no"):
+        return None
+    matrix = mechanism.matrix  # rows: reports, columns: true answers; code 0 is "yes"
+    if abs(float(matrix[0][0]) - 1.0) > CERTAIN:
+        return None
+    return float(matrix[0][1])
 
 
 def composed(items: Iterable[tuple[str | None, float]]) -> list[float]:
