@@ -360,6 +360,14 @@ MESSAGES: dict[str, Message] = {
         400, N_("the split ballot {group!r} has one arm: a split ballot asks the same thing in at least two ways")
     ),
     "spec.arm_shares_sum": Message(400, N_("the shares of the split ballot {group!r} must sum to 1, not {total}")),
+    "spec.own_coin_impossible": Message(
+        400,
+        N_(
+            "a {design} design cannot be carried out with the respondent's own coins or die: that takes a forced "
+            "response (the truth with one chance, each answer forced with another) whose chances are quarters "
+            "(two coins) or sixths (a die), such as a coin flip at 0.5 and 0.5 or Warner's design at 0.75"
+        ),
+    ),
     "spec.decline_not_randomized": Message(
         400, N_("only a randomized question can let respondents decline it, not a {kind} question")
     ),

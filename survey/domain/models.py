@@ -465,6 +465,10 @@ class Question(Base):
     #: randomized by different designs): :mod:`survey.domain.surveys.arms`.
     arm_group: Mapped[str | None] = mapped_column(String(40), nullable=True)
     arm_share: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Whether the respondent randomizes with their own coins or die, as the page tells them
+    #: (:mod:`survey.privacy.physical`), and reports what they say: the page draws nothing and sends
+    #: the answer given, which is already the report. Same matrix, same estimates, same ε.
+    own_coin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     survey: Mapped[Survey] = relationship(back_populates="questions")
     # "selectin": a survey's questions arrive with their options and designs in three queries in
@@ -571,7 +575,7 @@ class Design(Base):
             epsilon=spec["epsilon"],
         )
         if privacy is not None and "epsilon" in privacy:
-            design.given = {k: v for k, v in privacy.items() if k not in ("design", "allow_one_sided")}
+            design.given = {k: v for k, v in privacy.items() if k not in ("design", "allow_one_sided", "own_coin")}
             design.given["epsilon"] = float(design.given["epsilon"])
         return design
 

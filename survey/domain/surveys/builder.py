@@ -123,6 +123,7 @@ def _copy_question(source: Question, target: Question) -> None:
         "bins",
         "arm_group",
         "arm_share",
+        "own_coin",
     )
     for name in names:
         setattr(target, name, getattr(source, name))

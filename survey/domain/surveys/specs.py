@@ -40,6 +40,7 @@ from survey.privacy import Mechanism
 from survey.privacy.designs import DESIGNS, designs_for
 from survey.privacy.mechanisms import ParameterError
 from survey.privacy.number_bins import check_edges
+from survey.privacy.physical import physical_procedure
 
 SURVEY_FIELDS = {
     "title",
@@ -84,7 +85,7 @@ SURVEY = Place((), message("place.survey"))
 #: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
 ALONE = Place()
 #: Flags the spec's privacy object may hold besides the design's own parameters.
-PRIVACY_FLAGS = {"design", "allow_one_sided"}
+PRIVACY_FLAGS = {"design", "allow_one_sided", "own_coin"}
 
 
 def _unknown(fields: Mapping[str, Any], allowed: set[str] | frozenset[str], place: Place, *within: str) -> None:
@@ -232,6 +233,7 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         help_text=help_text,
         required=required,
         decline=decline,
+        own_coin=False,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
     question.arm_group, question.arm_share = arm or (None, None)
@@ -240,7 +242,9 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
             raise place.error("spec.privacy_not_randomized", "privacy", kind=kind)
     else:
         privacy = raw.get("privacy")
-        question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
+        mechanism = build_mechanism(kind, labels, privacy, place)
+        question.design = Design.from_mechanism(mechanism, dict(privacy))
+        question.own_coin = _own_coin(privacy, mechanism, place)
 
     truth = raw.get("simulated_truth")
     if truth is not None:
@@ -303,6 +307,17 @@ def number_bins(raw: Any, low: float, high: float, place: Place = ALONE) -> list
     return [int(e) if e.is_integer() else e for e in edges]
 
 
+def _own_coin(privacy: Mapping[str, Any], mechanism: Mechanism, place: Place) -> bool:
+    """Whether the respondent randomizes by hand (``"own_coin": true``), which only a forced response
+    whose chances two coins or a die can make allows (:func:`survey.privacy.physical.physical_procedure`)."""
+    own = privacy.get("own_coin", False)
+    if not isinstance(own, bool):
+        raise place.error("spec.not_boolean", "privacy", "own_coin")
+    if own and (DESIGNS[mechanism.design].combined or physical_procedure(mechanism) is None):
+        raise place.error("spec.own_coin_impossible", "privacy", "own_coin", design=mechanism.design)
+    return own
+
+
 def _ranged_question(
     raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
@@ -324,11 +339,14 @@ def _ranged_question(
         minimum=low,
         maximum=high,
         bins=number_bins(raw.get("bins"), low, high, place),
+        own_coin=False,
         options=[],
     )
     if kind.randomized:
         privacy = raw.get("privacy")
         mechanism = build_mechanism(kind.id, [], privacy, place, bounds=(low, high))
+        if isinstance(privacy, Mapping) and privacy.get("own_coin"):
+            raise place.error("spec.own_coin_impossible", "privacy", "own_coin", design=mechanism.design)
         question.design = Design.from_mechanism(mechanism, dict(privacy))
     return question
 
@@ -451,6 +469,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
         }
         if question.design.epsilon is None:
             item["privacy"]["allow_one_sided"] = True
+        if question.own_coin:
+            item["privacy"]["own_coin"] = True
     return item
 
 

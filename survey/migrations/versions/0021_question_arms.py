@@ -1,4 +1,4 @@
-"""A question may be one arm of a split ballot: its group, and the share of respondents who get it.
+"""A question may be one arm of a split ballot, and may be randomized with the respondent's own coins.
 
 Revision ID: 0021
 Revises: 0020
@@ -7,6 +7,9 @@ Revises: 0020
 ordinary question); ``questions.arm_share``: the probability that a respondent's browser assigns
 them this arm. The arms of a group are consecutive questions whose shares sum to 1; each respondent
 answers exactly one of them (survey.domain.surveys.arms). Existing questions are in no group.
+
+``questions.own_coin``: the respondent randomizes with their own coins or die and reports what they
+say (survey.privacy.physical); the page draws nothing. False for every existing question.
 """
 
 import sqlalchemy as sa
@@ -22,9 +25,11 @@ def upgrade():
     with op.batch_alter_table("questions") as batch:
         batch.add_column(sa.Column("arm_group", sa.String(length=40), nullable=True))
         batch.add_column(sa.Column("arm_share", sa.Float(), nullable=True))
+        batch.add_column(sa.Column("own_coin", sa.Boolean(), nullable=False, server_default=sa.false()))
 
 
 def downgrade():
     with op.batch_alter_table("questions") as batch:
+        batch.drop_column("own_coin")
         batch.drop_column("arm_share")
         batch.drop_column("arm_group")

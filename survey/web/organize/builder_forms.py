@@ -201,6 +201,7 @@ class QuestionForm(BuilderForm):
     set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
     epsilon = StringField("ε (epsilon)", default="1")
     allow_one_sided = BooleanField("Allow one-sided protection (ε = ∞)")
+    own_coin = BooleanField("Respondents randomize with their own coins or die", default=False)
     arm_group = StringField("Split ballot (optional)", default="")
     arm_share = StringField("Chance of being asked this way", default="0.5")
 
@@ -241,6 +242,7 @@ class QuestionForm(BuilderForm):
             "decline": question.decline,
             "options": "\n".join(question.labels) if question.kind_entry.options == LISTED else "",
             "allow_one_sided": False,
+            "own_coin": bool(question.own_coin),
             "arm_group": question.arm_group or "",
             "arm_share": _exact(question.arm_share) if question.arm_share is not None else "0.5",
         }
@@ -352,6 +354,8 @@ class QuestionForm(BuilderForm):
                     k=self._k(),
                     allow_one_sided=bool(self.allow_one_sided.data),
                 )
+                if self.own_coin.data:
+                    raw["privacy"]["own_coin"] = True
         return raw
 
     def preview_params(self, n: int, margin: float) -> dict[str, Any]:
@@ -384,6 +388,7 @@ class QuestionForm(BuilderForm):
             ("bins",): "bins",
             ("privacy", "design"): "design",
             ("privacy", "allow_one_sided"): "allow_one_sided",
+            ("privacy", "own_coin"): "own_coin",
             ("arm",): "arm_group",
             ("arm", "group"): "arm_group",
             ("arm", "share"): "arm_share",

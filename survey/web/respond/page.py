@@ -25,11 +25,14 @@ from survey.domain.surveys.wording import (
     deniability_line,
     describe_design,
     epsilon_text,
+    own_coin_description,
+    own_coin_instruction,
     sent_sentence,
     total_deniability_sentence,
 )
 from survey.privacy import Mechanism, Randomizer
 from survey.privacy.designs import DESIGNS
+from survey.privacy.physical import physical_procedure
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
 #: secret this browser keeps, so the same browser sending the same answer again repeats its report.
@@ -68,9 +71,28 @@ class QuestionView:
         return design is not None and design.combined
 
     @property
+    def own_coin(self) -> bool:
+        """Whether the respondent randomizes with their own coins or die (survey.privacy.physical): the
+        page draws nothing, and the answer given, already the report, is posted as it is."""
+        return bool(self.question.own_coin) and isinstance(self.mechanism, Mechanism)
+
+    @property
+    def by_hand(self) -> bool:
+        """Whether the page draws nothing for it (a combined question, or randomized with one's own
+        coins): its answers are named inputs posted as they are."""
+        return self.combined or self.own_coin
+
+    @property
     def instruction(self) -> str:
-        """How to answer the combined question, in one line (empty for any other question)."""
-        return combined_instruction(self.mechanism) if self.combined else ""
+        """How to answer the combined question, or how to toss or roll for it, in a few short
+        sentences (empty for any other question)."""
+        if self.combined:
+            return combined_instruction(self.mechanism)
+        if self.own_coin:
+            procedure = physical_procedure(self.mechanism)
+            assert procedure is not None  # the spec refuses own coins for any other design
+            return own_coin_instruction(procedure, [option_label(label) for _, label in self.options])
+        return ""
 
     @property
     def one_sided(self) -> bool:
@@ -78,6 +100,8 @@ class QuestionView:
 
     @property
     def description(self) -> str:
+        if self.own_coin:
+            return own_coin_description()
         return describe_design(self.mechanism) if self.mechanism else ""
 
     @property
@@ -168,8 +192,14 @@ class SurveyPage:
 
     @property
     def drawn(self) -> list[QuestionView]:
-        """The questions whose report the browser draws at random (all randomized ones but the combined)."""
-        return [q for q in self.questions if q.randomized and not q.combined]
+        """The questions whose report the browser draws at random (all randomized ones but the combined
+        and those randomized with the respondent's own coins)."""
+        return [q for q in self.questions if q.randomized and not q.by_hand]
+
+    @property
+    def own_coins(self) -> list[QuestionView]:
+        """The questions the respondent randomizes with their own coins or die: nothing is drawn."""
+        return [q for q in self.questions if q.own_coin]
 
     @property
     def combined(self) -> list[QuestionView]:
