@@ -24,7 +24,7 @@ def site(tmp_path_factory):
 
 @pytest.mark.parametrize("ticked", [{"cheated": 0, "mood": 2}, {"cheated": 1, "mood": 0}])
 def test_the_answer_ticked_is_the_report_sent(browser, site, ticked):
-    app, base = site
+    _app, base = site
     context = browser.new_context()
     page = context.new_page()
     posts: list = []
