@@ -9,7 +9,8 @@ The file is the microdata export's own shape (docs/exports.md), so an export re-
   reserved in R, Stata or SPSS: :mod:`survey.domain.surveys.variable_names`) or by its key; the
   value is what the export writes: an option's code in the researcher's coding (yes = 1, no = 0:
   :mod:`survey.domain.results.coding`), or the option's label as listed; a number question's number;
-  a randomized number's report in the question's units. An empty cell is a question not answered.
+  a randomized number's report in the question's units. An empty cell is a question not answered;
+  ``declined`` is a "prefer not to say" where the question allows one (as the respondent's page sends it).
 - the export's other columns (``submission``, the row number; ``imported``) are accepted and
   ignored. Any other column is an error: a misspelt question would otherwise be dropped silently.
 
@@ -61,7 +62,18 @@ from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError
-from survey.domain.models import TALLY_SHARDS, Answer, Question, ResponseImport, Submission, Survey, User, today
+from survey.domain.models import (
+    DECLINED,
+    DECLINED_MARKER,
+    TALLY_SHARDS,
+    Answer,
+    Question,
+    ResponseImport,
+    Submission,
+    Survey,
+    User,
+    today,
+)
 from survey.domain.responses.mixing import question_kinds
 from survey.domain.responses.submissions import Field, arm_problems, submission_form
 from survey.domain.results.coding import stored_code
@@ -217,6 +229,11 @@ def _stored_value(column: _Column, raw: Any) -> int:
     """The stored value of a cell as the export writes it, checked as a web submission's answer is;
     DomainError otherwise."""
     question, checked = column.question, column.field
+    if isinstance(raw, str) and raw.strip().casefold() == DECLINED_MARKER:
+        # "prefer not to say", as the respondent's page sends it: only where the question allows it
+        if not checked.decline:
+            raise DomainError("answer.decline_not_allowed", key=question.key)
+        return DECLINED
     kind = question.kind_entry
     if kind.randomized_number:
         return checked.check(_report_code(question, raw))
