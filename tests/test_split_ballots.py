@@ -431,3 +431,37 @@ def test_the_build_page_plans_each_split_ballot(app, signed_in):
     needed = noncompliance_sample_size("CDM", [0.2, 0.75], {"pi": 0.2, "beta": 0.7}, 0.05, "gamma", shares=[1, 1])
     assert f'<span data-plan="noncompliance">{needed:,} respondents in all</span>' in page
     assert "a split ballot counts once, with its largest ε" in page
+
+
+def test_a_ballot_is_broken_down_by_a_direct_question_from_its_pair_tallies(app, signed_in):
+    """Within each group of "age", the cheating detection model fitted on that group's answers of the
+    two arms: young 20/50 and 35/50 reported "yes", old 30/50 and 40/50."""
+    from survey.domain.results.split_ballots import split_ballot_by
+
+    add_survey(app, SPEC, owner="alice")
+    cells = {("cheat_a", "young"): (20, 50), ("cheat_b", "young"): (35, 50)}
+    cells |= {("cheat_a", "old"): (30, 50), ("cheat_b", "old"): (40, 50)}
+    lines = ["submitted_on,cheat_a,cheat_b,age"]
+    for (arm, age), (yes, n) in cells.items():
+        for i in range(n):
+            value = "1" if i < yes else "0"
+            lines.append(f"2026-11-01,{value if arm == 'cheat_a' else ''},{value if arm == 'cheat_b' else ''},{age}")
+    lines.append("2026-11-01,1,,")  # no age: in no group
+    with app.app_context():
+        survey = _survey()
+        import_responses(db.session, survey, "\n".join(lines) + "\n", "csv")
+        db.session.commit()
+        age = next(q for q in survey.questions if q.key == "age")
+        groups = split_ballot_by(db.session, survey.questions, "cheating", age)
+        assert [g.label for g in groups] == ["young", "old"]
+        for g, (a, b) in zip(groups, [((20, 50), (35, 50)), ((30, 50), (40, 50))], strict=True):
+            reference = cheating_detection([a[0], b[0]], [a[1], b[1]], [0.3, 0.6])
+            assert g.ballot.cheating.estimates == pytest.approx(reference.estimates)
+            assert [arm.n for arm in g.ballot.arms] == [50, 50]
+        with pytest.raises(DomainError) as caught:
+            split_ballot_by(db.session, survey.questions, "cheating", survey.questions[1])
+        assert caught.value.code == "split.by_not_direct"
+    page = text(signed_in.get("/surveys/split/results?ballot=cheating&by=age"))
+    table = page[page.index('id="split-cheating-by"') :]
+    young = cheating_detection([20, 35], [50, 50], [0.3, 0.6]).estimates["gamma"]
+    assert f"{round(young * 100, 1)}%" in table[: table.index('data-group="old"')]

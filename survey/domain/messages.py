@@ -343,6 +343,11 @@ MESSAGES: dict[str, Message] = {
     "spec.key_reserved": Message(400, N_("{key!r} is reserved for a column of the microdata export")),
     "spec.kind_unknown": Message(400, N_("must be one of {kinds}, got {kind!r}")),
     "spec.level_twice": Message(400, N_("give exactly one of 'epsilon' and '{level}'")),
+    "split.unknown": Message(404, N_("this survey has no split ballot {ballot!r}")),
+    "split.by_not_direct": Message(
+        400,
+        N_("a split ballot is broken down by a question asked directly, with options, outside it; {key!r} is not one"),
+    ),
     "spec.arm_not_object": Message(
         400, N_('must be an object such as {{"group": "drug_use", "share": 0.5}}: the split ballot and its share')
     ),

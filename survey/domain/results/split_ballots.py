@@ -24,13 +24,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from sqlalchemy.orm import Session
+
+from survey.domain.errors import DomainError
 from survey.domain.models import Question
-from survey.domain.responses.tallies import QuestionResult
+from survey.domain.responses.tallies import QuestionResult, question_mechanism
+from survey.domain.results.analysis import pair_counts
 from survey.domain.surveys.arms import ArmGroup, forced_yes, groups_of
 from survey.privacy.arms import ArmDifference, randomized_minus_direct
 from survey.privacy.noncompliance import NonComplianceFit, cheating_detection, stochastic_lie_detector
 
-__all__ = ["ArmResult", "SplitBallot", "split_ballots"]
+__all__ = ["ArmResult", "BallotGroup", "SplitBallot", "split_ballot_by", "split_ballots"]
 
 
 @dataclass(frozen=True)
@@ -161,3 +166,43 @@ def _ballot(group: ArmGroup, questions: dict[str, Question], results: dict[str, 
     total = math.fsum(a.share for a in group.arms)
     arms = [ArmResult(questions[a.key], a.share / total, results[a.key]) for a in group.arms if a.key in results]
     return SplitBallot(group.name, arms)
+
+
+@dataclass
+class BallotGroup:
+    """One group of a direct question (its option's label) and the ballot's analyses within it."""
+
+    label: str
+    ballot: SplitBallot
+
+
+def split_ballot_by(
+    session: Session, questions: Sequence[Question], name: str, by: Question, level: float = 0.95
+) -> list[BallotGroup]:
+    """The split ballot ``name``'s analyses within each group of ``by`` (a question asked directly,
+    with options, outside the ballot): randomized minus direct, and the non-compliance models, per
+    group, each from the pair tallies of its arms with ``by`` (so at the cost of a few tally rows,
+    whatever the number of respondents). A respondent who did not answer ``by`` is in no group."""
+    ballot = next((g for g in groups_of(questions) if g.name == name), None)
+    if ballot is None:
+        raise DomainError("split.unknown", path=("ballot",), ballot=name)
+    if by.is_randomized or not by.kind_entry.has_options or by.arm_group is not None:
+        raise DomainError("split.by_not_direct", path=("by",), key=by.key)
+    arms = {q.key: q for q in questions if q.arm_group == name}
+    counts: dict[str, dict[int, np.ndarray]] = {}
+    for key, q in arms.items():
+        per_group = {o.code: np.zeros(len(q.options)) for o in by.options}
+        for (value, group), n in pair_counts(session, q, by).items():
+            if group is not None and value >= 0 and group in per_group:
+                per_group[group][value] += n
+        counts[key] = per_group
+    groups = []
+    for option in by.options:
+        results = [
+            QuestionResult(q, question_mechanism(q), counts[q.key][option.code], None)
+            for q in arms.values()
+            if q.kind_entry.has_options
+        ]
+        [found] = split_ballots(list(arms.values()), results, level)
+        groups.append(BallotGroup(option.label, found))
+    return groups
