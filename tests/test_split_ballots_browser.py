@@ -23,7 +23,7 @@ from survey.platform.extensions import db
 
 from .live import live_site
 from .pages import STORAGE_KEY, reference_report
-from .test_split_ballots import SPEC
+from .surveys import SPLIT_SPEC as SPEC
 
 BROWSERS = 8
 BALLOTS = {"drugs": ["drugs_direct", "drugs_rr"], "cheating": ["cheat_a", "cheat_b"]}
