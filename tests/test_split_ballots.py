@@ -272,6 +272,14 @@ def test_the_arms_tallies_give_randomized_minus_direct_and_the_noncompliance_mod
         for name, interval in sld.intervals.items():
             assert cheating.lie_detector.intervals[name] == pytest.approx(interval)
 
+        from survey.domain.results.exports import codebook
+
+        book = codebook(survey)
+        assert [q["arm"] for q in book["questions"]][:3] == [
+            {"group": "drugs", "share": 0.5},
+            {"group": "drugs", "share": 0.5},
+            None,
+        ]
         document = estimates_document(db.session, survey)
         assert [b["group"] for b in document["split_ballots"]] == ["drugs", "cheating"]
         fitted = document["split_ballots"][1]["noncompliance"]["cheating_detection"]["parameters"]
