@@ -327,7 +327,7 @@ def test_the_respondent_page_hides_every_arm_until_its_script_draws_one(app, cli
     # the arms of a ballot share a number: the respondent sees questions 1, 2 and 3
     numbers = re.findall(r"<legend>\s*(\d+)\.", page)
     assert numbers == ["1", "1", "2", "3", "3"]
-    assert "Question 1 is asked in one of 2 ways, chosen at random for you" in re.sub(r"\s+", " ", page)
+    assert "Questions 1 and 3 are each asked in one of 2 ways, chosen at random for you" in re.sub(r"\s+", " ", page)
 
 
 def test_the_validation_demo_finds_what_its_simulated_respondents_hid(app, user):
@@ -432,3 +432,13 @@ def test_a_ballot_is_broken_down_by_a_direct_question_from_its_pair_tallies(app,
     table = page[page.index('id="split-cheating-by"') :]
     young = cheating_detection([20, 35], [50, 50], [0.3, 0.6]).estimates["gamma"]
     assert f"{round(young * 100, 1)}%" in table[: table.index('data-group="old"')]
+
+
+def test_ballots_asked_in_as_many_ways_are_said_once(app, client, user):
+    from survey.domain.surveys.validation_demo import VALIDATION_SPEC
+
+    add_survey(app, VALIDATION_SPEC)
+    page = re.sub(r"\s+", " ", text(client.get("/s/asking-honestly")))
+    assert "Questions 1 and 2 are each asked in one of 2 ways, chosen at random for you" in page
+    spanish = re.sub(r"\s+", " ", text(client.get("/s/asking-honestly?lang=es")))
+    assert "Las preguntas 1 y 2 se hacen cada una de una de 2 formas" in spanish

@@ -243,6 +243,15 @@ class SurveyPage:
         return sorted((self.number(firsts[group]), k) for group, k in counts.items())
 
     @property
+    def splits_by_ways(self) -> list[tuple[int, list[int]]]:
+        """:attr:`splits` gathered by how many ways: (ways, the numbers of the questions asked in that
+        many), so the summary says "Questions 1 and 2 are each asked in one of 2 ways" once."""
+        gathered: dict[int, list[int]] = {}
+        for number, ways in self.splits:
+            gathered.setdefault(ways, []).append(number)
+        return sorted(gathered.items())
+
+    @property
     def questions_shown(self) -> int:
         """How many questions a respondent answers: a split ballot is one."""
         return self._numbers[-1] if self.questions else 0
