@@ -69,7 +69,10 @@ class QuestionView:
     @property
     def instruction(self) -> str:
         """How to answer the combined question, in one line (empty for any other question)."""
-        return combined_instruction(self.mechanism) if self.combined else ""
+        if not self.combined:
+            return ""
+        # a survey read in another language (content_translations) gives its own unrelated question
+        return combined_instruction(self.mechanism, getattr(self.question, "unrelated_question", None))
 
     @property
     def one_sided(self) -> bool:
