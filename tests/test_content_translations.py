@@ -21,8 +21,8 @@ from sqlalchemy import select
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Survey, SurveyTranslation
-from survey.domain.surveys import content_translations, lifecycle
-from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.surveys import builder, content_translations, lifecycle
+from survey.domain.surveys.specs import create_survey_from_spec, question_to_spec, survey_to_spec
 from survey.platform.extensions import db
 
 from .accounts import bearer, make_token, sign_in
@@ -124,6 +124,31 @@ def test_publishing_refuses_a_missing_translation_and_names_it(app, user):
     assert client.post(f"/surveys/{slug}/publish").status_code == 303
     with app.app_context():
         assert db.session.scalar(select(Survey.status).filter_by(slug=slug)) == "open"
+
+
+def test_a_translation_made_from_an_earlier_english_is_stale_until_saved_again(app, user):
+    """An option relabelled in a draft: its Spanish said what the old option was, so publishing waits
+    until the organizer has looked at it (saving the translations page); a spec leaves it out."""
+    slug = add_survey(app, {**translated_spec(), "status": "draft"})
+    client = sign_in(app, "alice")
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).filter_by(slug=slug))
+        often = builder.question_by_key(survey, "often")
+        raw = {**question_to_spec(often), "options": ["never", "rarely", "often", "always"]}
+        builder.update_question(survey, often, raw)
+        db.session.commit()
+        problems = lifecycle.publish_refusals(survey)
+        assert [p.code for p in problems] == ["survey.publish_translation_stale"]
+        assert str(problems[0]) == (
+            "The Español (es) translation of question 3 ('often'): option 2 ('rarely') was made for an earlier "
+            "English text. Check it on the translations page and save it again."
+        )
+        assert "q:often:option:1" not in survey_to_spec(survey)["translations"]["es"]
+    page = text(client.get(f"/surveys/{slug}/translations"))
+    assert page.count("the English changed: check it") == 1
+    # the organizer corrects it (or keeps it): saved beside today's English, it is current again
+    assert client.post(f"/surveys/{slug}/translations", data={"t-es-q:often:option:1": "rara vez"}).status_code == 303
+    assert client.post(f"/surveys/{slug}/publish").status_code == 303
 
 
 # -- the respondent's pages --------------------------------------------------------------------------
@@ -248,15 +273,14 @@ def test_the_organizer_adds_a_language_translates_it_and_removes_it(app, user):
     page = text(client.get(f"/surveys/{slug}/translations"))
     # each English text beside its Spanish input, every one still to translate
     assert 'name="t-es-title"' in page and 'name="t-es-q:often:option:3"' in page
-    assert "option 4 (&#39;always&#39;)" in page and "12 texts still to translate" in page
+    assert "option 4 (&#39;always&#39;)" in page and "12 texts still to translate or to check" in page
     assert client.post(f"/surveys/{slug}/translations/add", data={"language": "es"}).status_code == 409
     form = {f"t-es-{path}": value for path, value in SPANISH.items() if path not in ("run_by", "ethics_statement")}
     form["t-es-q:age:text"] = ""
     assert client.post(f"/surveys/{slug}/translations", data=form).status_code == 303
     page = text(client.get(f"/surveys/{slug}/translations"))
-    assert (
-        "1 text still to translate" in page and ">¿Con qué frecuencia?</textarea>" in page and 'value="nunca"' in page
-    )
+    assert "1 text still to translate or to check" in page and 'value="nunca"' in page
+    assert ">¿Con qué frecuencia?</textarea>" in page
     assert client.post(f"/surveys/{slug}/publish").status_code == 409
     # a text too long is refused and nothing is saved
     too_long = {**form, "t-es-q:age:text": "x" * 3000, "t-es-title": "Otra"}

@@ -442,6 +442,13 @@ MESSAGES: dict[str, Message] = {
         409,
         N_("The {language} translation lacks {what}. Translate it on the translations page, or remove the language."),
     ),
+    "survey.publish_translation_stale": Message(
+        409,
+        N_(
+            "The {language} translation of {what} was made for an earlier English text. Check it on the "
+            "translations page and save it again."
+        ),
+    ),
     "survey.reopen_not_closed": Message(409, N_("Only a closed survey can be reopened; this survey is {state}.")),
     "survey.restore_not_archived": Message(409, N_("Only an archived survey can be restored; this survey is {state}.")),
     "survey.slug_malformed": Message(

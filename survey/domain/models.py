@@ -263,6 +263,10 @@ class SurveyTranslation(Base):
     language: Mapped[str] = mapped_column(String(8), primary_key=True)
     path: Mapped[str] = mapped_column(String(80), primary_key=True)
     text: Mapped[str] = mapped_column(Text, default="")
+    #: The English the translation was made from: when the English changes (an option's label, a
+    #: question's text), the translation is stale until the organizer looks at it again, and a draft
+    #: with a stale one is not published (an option's label must say what the option is).
+    source: Mapped[str] = mapped_column(Text, default="")
 
     survey: Mapped[Survey] = relationship(back_populates="translations")
 

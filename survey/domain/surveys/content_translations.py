@@ -10,11 +10,13 @@ each (stored as :class:`~survey.domain.models.SurveyTranslation` rows, one per t
 path: :func:`pieces`).
 
 The rule that keeps a respondent's page in one language: a survey is published only with every text
-translated in every language it has (:func:`missing`, which publishing and a spec that is not a draft
-check), languages are added and removed only while it is a draft, and once published a translation
-can be corrected but not emptied. A respondent is offered the survey's languages and no other
-(:func:`languages_of_survey`). A text written in English after publishing (a help text that was
-empty) shows in English until it is translated; the translations page marks it missing.
+translated in every language it has, each from the English it has now (:func:`missing`, which
+publishing and a spec that is not a draft check: an option relabelled in a draft leaves its
+translation stale until the organizer saves it again); languages are added and removed only while
+it is a draft; once published, a translation can be corrected but not emptied. A respondent is
+offered the survey's languages and no other (:func:`languages_of_survey`). A text written in English
+after publishing (a help text that was empty) shows in English until it is translated (and a
+corrected English text keeps its translation, marked to check); the translations page marks both.
 
 The fixed options of a kind (yes and no) are the app's words, translated by its catalogs.
 """
@@ -150,7 +152,8 @@ def languages_of(survey: Survey) -> list[str]:
 
 
 def texts_of(survey: Survey) -> dict[str, dict[str, str]]:
-    """``{language: {path: text}}`` of every language the survey has (a text not entered yet is absent)."""
+    """``{language: {path: text}}`` of every language the survey has (a text not entered yet is absent;
+    a stale one, whose English changed since, is there)."""
     texts: dict[str, dict[str, str]] = {language: {} for language in languages_of(survey)}
     for row in survey.translations:
         if row.language in texts and row.text:
@@ -158,21 +161,49 @@ def texts_of(survey: Survey) -> dict[str, dict[str, str]]:
     return texts
 
 
-def missing(survey: Survey, texts: Mapping[str, Mapping[str, str]] | None = None) -> list[tuple[str, Piece]]:
-    """Each (language, text) the survey's translations (stored, or ``texts``) lack, language by
-    language in page order."""
-    texts = texts_of(survey) if texts is None else texts
+def current_texts(survey: Survey) -> dict[str, dict[str, str]]:
+    """As :func:`texts_of`, without the stale texts: those made from an English that has changed
+    since (an option relabelled, a question reworded)."""
+    sources = {piece.path: piece.source for piece in pieces(survey)}
+    texts: dict[str, dict[str, str]] = {language: {} for language in languages_of(survey)}
+    for row in survey.translations:
+        if row.language in texts and row.text and sources.get(row.path) == row.source:
+            texts[row.language][row.path] = row.text
+    return texts
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A text a language lacks: never translated, or (``stale``) translated from an earlier English."""
+
+    language: str
+    piece: Piece
+    stale: bool = False
+
+    def refusal(self) -> Conflict:
+        """Why the survey is not published: the language and the text, named."""
+        return Conflict(
+            "survey.publish_translation_stale" if self.stale else "survey.publish_translation_missing",
+            path=("translations", self.language, self.piece.path),
+            language=language_name(self.language),
+            what=self.piece.where,
+        )
+
+
+def missing(survey: Survey, texts: Mapping[str, Mapping[str, str]] | None = None) -> list[Gap]:
+    """Each text the survey's translations (stored, or ``texts``) lack, language by language in page
+    order; a stored text whose English changed since it was translated is stale, so lacking too."""
+    if texts is None:
+        texts, entered = current_texts(survey), texts_of(survey)
+    else:
+        entered = texts
     required = pieces(survey)
-    return [(language, piece) for language in texts for piece in required if not texts[language].get(piece.path)]
-
-
-def missing_refusal(language: str, piece: Piece) -> Conflict:
-    return Conflict(
-        "survey.publish_translation_missing",
-        path=("translations", language, piece.path),
-        language=language_name(language),
-        what=piece.where,
-    )
+    return [
+        Gap(language, piece, stale=bool(entered[language].get(piece.path)))
+        for language in texts
+        for piece in required
+        if not texts[language].get(piece.path)
+    ]
 
 
 def _check_language(language: Any, place: Place = SPEC) -> str:
@@ -194,7 +225,7 @@ def add_language(survey: Survey, language: str) -> None:
         raise Conflict("translation.not_draft", path=("language",), state=survey.status)
     if language in languages_of(survey):
         raise Conflict("translation.language_added", path=("language",), language=language_name(language))
-    survey.translations.append(SurveyTranslation(language=language, path="title", text=""))
+    survey.translations.append(SurveyTranslation(language=language, path="title", text="", source=survey.title))
 
 
 def remove_language(survey: Survey, language: str) -> None:
@@ -233,9 +264,11 @@ def save_texts(survey: Survey, entered: Mapping[str, Mapping[str, Any]]) -> None
                 )
             row = rows.get((language, path))
             if row is None:
-                survey.translations.append(SurveyTranslation(language=language, path=path, text=text))
-            else:
-                row.text = text
+                survey.translations.append(
+                    SurveyTranslation(language=language, path=path, text=text, source=piece.source)
+                )
+            else:  # saved from the page that showed the English beside it: made from today's English
+                row.text, row.source = text, piece.source
     survey.translations = [row for row in survey.translations if row.path in by_path]
 
 
@@ -265,17 +298,21 @@ def rows_from_spec(raw: Any, survey: Survey) -> list[SurveyTranslation]:
             given[path] = _checked(value, by_path[path], place, path)
         entered[language] = {path: text for path, text in given.items() if text}
         given.setdefault("title", "")
-        rows.extend(SurveyTranslation(language=language, path=path, text=text) for path, text in given.items())
+        rows.extend(
+            SurveyTranslation(language=language, path=path, text=text, source=by_path[path].source)
+            for path, text in given.items()
+        )
     problems = missing(survey, entered) if survey.status != "draft" else []
     if problems:
-        raise missing_refusal(*problems[0])
+        raise problems[0].refusal()
     return rows
 
 
 def to_spec(survey: Survey) -> dict[str, dict[str, str]]:
     """The spec's ``translations``: each language's texts, in page order (only those of a current
-    piece; a language with nothing entered yet is an empty object, so that it is kept)."""
-    texts = texts_of(survey)
+    piece, and not a stale one, which an import would take as made from today's English; a language
+    with nothing entered yet is an empty object, so that it is kept)."""
+    texts = current_texts(survey)
     order = [piece.path for piece in pieces(survey)]
     return {language: {path: texts[language][path] for path in order if path in texts[language]} for language in texts}
 

@@ -33,7 +33,7 @@ from survey.domain.accounts.sharing import copy_team
 from survey.domain.errors import Conflict, DomainError, Forbidden
 from survey.domain.models import ACCESS_MODES, Survey, User
 from survey.domain.responses.tallies import submission_count
-from survey.domain.surveys.content_translations import missing, missing_refusal
+from survey.domain.surveys.content_translations import missing
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.domain.validation import parse_json, within_cap
 
@@ -53,7 +53,7 @@ def publish_refusals(survey: Survey) -> list[Conflict]:
         shown = "∞" if math.isinf(total) else f"{total:.2f}"
         problems.append(Conflict("survey.publish_above_cap", total=shown, cap=survey.epsilon_cap))
     # every text in every language the survey has: a respondent's page is in one language
-    problems.extend(missing_refusal(language, piece) for language, piece in missing(survey))
+    problems.extend(gap.refusal() for gap in missing(survey))
     return problems
 
 

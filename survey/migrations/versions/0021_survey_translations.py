@@ -4,8 +4,9 @@ Revision ID: 0021
 Revises: 0020
 
 One row per survey, language and text (``path``: "title", "q:<key>:text", "q:<key>:option:<code>",
-...; survey.domain.surveys.content_translations), holding the organizer's translation. Surveys made
-before it have none: they stay in English. Nothing about a respondent's language is stored.
+...; survey.domain.surveys.content_translations), holding the organizer's translation and the
+English it was made from (``source``: a translation whose English changed since is stale). Surveys
+made before it have none: they stay in English. Nothing about a respondent's language is stored.
 """
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ def upgrade():
         sa.Column("language", sa.String(8), primary_key=True, nullable=False),
         sa.Column("path", sa.String(80), primary_key=True, nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("source", sa.Text(), nullable=False),
     )
 
 

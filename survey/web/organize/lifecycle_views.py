@@ -61,7 +61,7 @@ def publish(slug: str):
             survey=survey,
             questions=questions,
             problems=[localized(problem) for problem in refusals],
-            translation_missing=any(p.code == "survey.publish_translation_missing" for p in refusals),
+            translation_missing=any(p.code.startswith("survey.publish_translation_") for p in refusals),
             total_epsilon=epsilon_text(survey.total_epsilon()),
             cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
             survey_link=respondent_url("respond.show", slug=survey.slug),

@@ -19,6 +19,7 @@ from survey.domain.surveys import content_translations
 from survey.domain.surveys.content_translations import ADDABLE, language_name
 
 from ..common import commit_or_refuse, localized, see_other
+from ..languages import text_direction
 from . import bp
 from .manage_page import editable
 from .translations_forms import LanguageForm, TranslationsForm, entered, input_name
@@ -44,10 +45,11 @@ def _render(
             survey=survey,
             languages=languages,
             language_name=language_name,
+            direction=text_direction,
             pieces=content_translations.pieces(survey),
             texts=shown,
             input_name=input_name,
-            missing={(language, piece.path) for language, piece in missing},
+            missing={(gap.language, gap.piece.path): gap for gap in missing},
             missing_count=len(missing),
             language_form=form,
             remove_form=LanguageForm(),
