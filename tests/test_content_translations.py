@@ -25,7 +25,7 @@ from survey.domain.surveys import builder, content_translations, lifecycle
 from survey.domain.surveys.specs import create_survey_from_spec, question_to_spec, survey_to_spec
 from survey.platform.extensions import db
 
-from .accounts import bearer, make_token, sign_in
+from .accounts import bearer, make_token, make_user, sign_in
 from .surveys import FORM, SMALL_SPEC, SMALL_TRANSLATIONS, add_survey, stored, text
 
 SPANISH = {
@@ -192,6 +192,22 @@ def test_a_survey_without_spanish_texts_gives_english_to_a_spanish_browser_witho
     assert missing.status_code == 404 and '<html lang="es"' in text(missing)
 
 
+def test_a_draft_in_spanish_is_previewed_by_its_organizers_and_its_404_says_nothing_of_it(app, user):
+    """A draft's languages are its organizers' business: to anyone else its address answers as an
+    address with no survey does, in the browser's language whatever the draft's languages are."""
+    slug = add_survey(app, {**translated_spec(), "status": "draft"})
+    english_only = add_survey(app, {**SMALL_SPEC, "slug": "english-draft", "status": "draft"})
+    anonymous = app.test_client()
+    for address in (f"/s/{slug}", "/s/english-draft", "/s/no-such-survey", f"/s/{english_only}/privacy"):
+        response = anonymous.get(address, headers={"Accept-Language": "ar"})
+        assert response.status_code == 404 and '<html lang="ar" dir="rtl">' in text(response), address
+    client = sign_in(app, "alice")
+    preview = text(client.get(f"/s/{slug}/preview", headers={"Accept-Language": "es"}))
+    assert '<html lang="es"' in preview and "¿Con qué frecuencia?" in preview
+    switch = re.search(r'<nav class="language-switch".*?</nav>', preview, re.S).group(0)
+    assert re.findall(r'href="([^"]+)"', switch) == ["?lang=en", "?lang=es"]
+
+
 def test_a_combined_questions_unrelated_question_comes_translated(app, client):
     spec = {
         "title": "Crosswise",
@@ -312,3 +328,26 @@ def test_someone_without_the_edit_right_gets_a_404(app, user, bob):
     client = sign_in(app, "bob")
     assert client.get(f"/surveys/{slug}/translations").status_code == 404
     assert client.post(f"/surveys/{slug}/translations/add", data={"language": "es"}).status_code == 404
+
+
+def test_the_translations_forms_need_a_csrf_token(csrf_app):
+    make_user(csrf_app, "carol", "a long enough password")
+    slug = add_survey(csrf_app, {**SMALL_SPEC, "status": "draft"}, owner="carol")
+    client = csrf_app.test_client()
+
+    def token(url: str) -> str:
+        return re.search(r'name="csrf_token"[^>]*value="([^"]+)"', client.get(url).text).group(1)
+
+    login = {"username": "carol", "password": "a long enough password", "csrf_token": token("/auth/login")}
+    assert client.post("/auth/login", data=login).status_code == 302
+    page = f"/surveys/{slug}/translations"
+    assert client.post(f"{page}/add", data={"language": "es"}).status_code == 400
+    with csrf_app.app_context():
+        assert db.session.scalars(select(SurveyTranslation)).all() == []
+    assert client.post(f"{page}/add", data={"language": "es", "csrf_token": token(page)}).status_code == 303
+    assert client.post(page, data={"t-es-title": "Sin token"}).status_code == 400
+    assert client.post(f"{page}/remove", data={"language": "es"}).status_code == 400
+    saved = client.post(page, data={"t-es-title": "Con token", "csrf_token": token(page)})
+    assert saved.status_code == 303
+    with csrf_app.app_context():
+        assert db.session.scalars(select(SurveyTranslation.text)).all() == ["Con token"]

@@ -251,7 +251,7 @@ def test_the_language_is_not_stored_with_the_answers(app, client, slug):
         # survey_translations holds the organizer's texts by language (the survey's content), and refers
         # to nothing but its survey; no other table has a column for a language
         content = {c["name"] for c in schema.get_columns("survey_translations")}
-        assert content == {"survey_id", "language", "path", "text"}
+        assert content == {"survey_id", "language", "path", "text", "source"}
         columns = {
             c["name"]
             for table in schema.get_table_names()

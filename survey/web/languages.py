@@ -21,8 +21,12 @@ from urllib.parse import urlencode
 
 from babel.lists import format_list
 from flask import Flask, Response, current_app, g, has_request_context, request
+from flask_login import current_user
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from survey.domain.accounts.access import allowed
+from survey.domain.models import Survey
 from survey.domain.surveys.content_translations import languages_of_survey
 from survey.platform.extensions import db
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
@@ -42,15 +46,25 @@ def _respondent_request() -> bool:
 
 def offered() -> list[str]:
     """The languages of the survey the respondent's page is about (its ``slug``), its first first;
-    every language of the app where the page names no survey that exists. Read once per request."""
+    every language of the app where the page names no survey that exists, or a draft to anyone but
+    its organizers (a draft's 404 must not differ from that of an address with no survey, in its
+    language either). Read once per request."""
     if "offered_languages" not in g:
-        slug = (request.view_args or {}).get("slug")
-        try:
-            found = languages_of_survey(db.session, slug) if isinstance(slug, str) else None
-        except SQLAlchemyError:  # the page that says the database is away is still to be shown
-            found = None
-        g.offered_languages = found if found is not None else list(LANGUAGES)
+        g.offered_languages = _survey_languages() or list(LANGUAGES)
     return g.offered_languages
+
+
+def _survey_languages() -> list[str] | None:
+    slug = (request.view_args or {}).get("slug")
+    if not isinstance(slug, str):
+        return None
+    try:
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        if survey is None or (survey.is_draft and not allowed(current_user, survey, "edit")):
+            return None
+        return languages_of_survey(db.session, survey)
+    except SQLAlchemyError:  # the page that says the database is away is still to be shown
+        return None
 
 
 def _asked(languages: list[str]) -> str | None:

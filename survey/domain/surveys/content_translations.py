@@ -320,14 +320,11 @@ def to_spec(survey: Survey) -> dict[str, dict[str, str]]:
 # -- the survey in a language ------------------------------------------------------------------------
 
 
-def languages_of_survey(session: Session, slug: str) -> list[str] | None:
-    """The languages a respondent is offered on the survey at ``slug``: its first, then those it has;
-    None when there is no such survey."""
-    survey_id = session.scalar(select(Survey.id).where(Survey.slug == slug))
-    if survey_id is None:
-        return None
+def languages_of_survey(session: Session, survey: Survey) -> list[str]:
+    """The languages a respondent is offered on ``survey``: its first, then those it has (one query,
+    which reads no text)."""
     present = set(
-        session.scalars(select(SurveyTranslation.language).where(SurveyTranslation.survey_id == survey_id).distinct())
+        session.scalars(select(SurveyTranslation.language).where(SurveyTranslation.survey_id == survey.id).distinct())
     )
     return [FIRST, *(code for code in ADDABLE if code in present)]
 
