@@ -151,6 +151,22 @@ def test_a_translation_made_from_an_earlier_english_is_stale_until_saved_again(a
     assert client.post(f"/surveys/{slug}/publish").status_code == 303
 
 
+def test_a_renamed_questions_translations_follow_it(app, user):
+    slug = add_survey(app, {**translated_spec(), "status": "draft"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).filter_by(slug=slug))
+        # "age" goes (its texts stay behind, unused), then "often" takes its key
+        builder.delete_question(survey, builder.question_by_key(survey, "age"))
+        db.session.commit()
+        often = builder.question_by_key(survey, "often")
+        builder.update_question(survey, often, {**question_to_spec(often), "key": "age"})
+        db.session.commit()
+        spanish = survey_to_spec(survey)["translations"]["es"]
+        assert spanish["q:age:text"] == "¿Con qué frecuencia?" and spanish["q:age:option:3"] == "siempre"
+        assert not [path for path in spanish if path.startswith("q:often:")]
+        assert lifecycle.publish_refusals(survey) == []
+
+
 # -- the respondent's pages --------------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from survey.domain import validation
 from survey.domain.errors import Conflict, DomainError
@@ -270,6 +270,22 @@ def save_texts(survey: Survey, entered: Mapping[str, Mapping[str, Any]]) -> None
             else:  # saved from the page that showed the English beside it: made from today's English
                 row.text, row.source = text, piece.source
     survey.translations = [row for row in survey.translations if row.path in by_path]
+
+
+def rename_question(survey: Survey, old: str, new: str) -> None:
+    """A draft's question renamed from key ``old`` to ``new``: its translations follow it. Texts left
+    under ``new`` by an earlier question of that key go first (written at once, so that no two rows
+    share a name even for a moment)."""
+    old_prefix, new_prefix = question_path(old, ""), question_path(new, "")
+    left = [row for row in survey.translations if row.path.startswith(new_prefix)]
+    if left:
+        survey.translations = [row for row in survey.translations if not row.path.startswith(new_prefix)]
+        session = object_session(survey)
+        if session is not None:
+            session.flush()
+    for row in survey.translations:
+        if row.path.startswith(old_prefix):
+            row.path = new_prefix + row.path[len(old_prefix) :]
 
 
 # -- a spec's "translations" ---------------------------------------------------------------------------
