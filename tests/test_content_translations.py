@@ -167,6 +167,21 @@ def test_a_renamed_questions_translations_follow_it(app, user):
         assert lifecycle.publish_refusals(survey) == []
 
 
+def test_the_publish_page_names_the_first_missing_texts_and_counts_the_rest(app, user):
+    slug = add_survey(app, {**translated_spec(es={}, ar={}), "status": "draft"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).filter_by(slug=slug))
+        problems = lifecycle.publish_refusals(survey)
+        gaps = content_translations.missing(survey)
+    assert len(gaps) == 2 * 14  # each language: the title, the introduction, who runs it, the statement, ten more
+    assert len(problems) == lifecycle.GAPS_NAMED + 1
+    assert problems[0].params["what"] == "the title" and problems[0].params["language"] == "Español (es)"
+    assert str(problems[-1]) == (
+        f"Texts still to translate or check besides these: {28 - lifecycle.GAPS_NAMED} (the translations page "
+        "marks each)."
+    )
+
+
 # -- the respondent's pages --------------------------------------------------------------------------
 
 

@@ -442,6 +442,9 @@ MESSAGES: dict[str, Message] = {
         409,
         N_("The {language} translation lacks {what}. Translate it on the translations page, or remove the language."),
     ),
+    "survey.publish_translation_more": Message(
+        409, N_("Texts still to translate or check besides these: {count} (the translations page marks each).")
+    ),
     "survey.publish_translation_stale": Message(
         409,
         N_(

@@ -38,6 +38,8 @@ from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.domain.validation import parse_json, within_cap
 
 SLUG = ("slug",)
+#: How many missing translations the publish page names one by one.
+GAPS_NAMED = 10
 
 
 def publish_refusals(survey: Survey) -> list[Conflict]:
@@ -52,8 +54,12 @@ def publish_refusals(survey: Survey) -> list[Conflict]:
     if not within_cap(total, survey.epsilon_cap):
         shown = "∞" if math.isinf(total) else f"{total:.2f}"
         problems.append(Conflict("survey.publish_above_cap", total=shown, cap=survey.epsilon_cap))
-    # every text in every language the survey has: a respondent's page is in one language
-    problems.extend(gap.refusal() for gap in missing(survey))
+    # every text in every language the survey has: a respondent's page is in one language (the first
+    # few named; a 200-question survey could lack thousands, which the translations page marks)
+    gaps = missing(survey)
+    problems.extend(gap.refusal() for gap in gaps[:GAPS_NAMED])
+    if len(gaps) > GAPS_NAMED:
+        problems.append(Conflict("survey.publish_translation_more", count=len(gaps) - GAPS_NAMED))
     return problems
 
 
