@@ -329,6 +329,9 @@ def test_the_organizer_adds_a_language_translates_it_and_removes_it(app, user):
     assert "1 text still to translate or to check" in page and 'value="nunca"' in page
     assert ">¿Con qué frecuencia?</textarea>" in page
     assert client.post(f"/surveys/{slug}/publish").status_code == 409
+    # a NUL is no text (the app-wide check leaves this form's body to the domain, which refuses it)
+    nul = client.post(f"/surveys/{slug}/translations", data={**form, "t-es-title": "Otra\x00"})
+    assert nul.status_code == 400 and "NUL" in text(nul)
     # a text too long is refused and nothing is saved
     too_long = {**form, "t-es-q:age:text": "x" * 3000, "t-es-title": "Otra"}
     refused = client.post(f"/surveys/{slug}/translations", data=too_long)
@@ -380,5 +383,11 @@ def test_the_translations_forms_need_a_csrf_token(csrf_app):
     assert client.post(f"{page}/remove", data={"language": "es"}).status_code == 400
     saved = client.post(page, data={"t-es-title": "Con token", "csrf_token": token(page)})
     assert saved.status_code == 303
+    # the texts may be far larger than a submission (the app's limit is 64 KiB): an Arabic
+    # introduction of 10,000 letters is 60 KB in a form's body
+    client.post(f"{page}/add", data={"language": "ar", "csrf_token": token(page)})
+    long = {"t-ar-title": "ع" * 200, "t-ar-introduction": "ع" * 10_000, "csrf_token": token(page)}
+    long |= {f"t-ar-q:{key}:text": "ع" * 2000 for key in ("drugs", "mirror", "often", "age")}  # 108 KB in all
+    assert client.post(page, data=long).status_code == 303
     with csrf_app.app_context():
-        assert db.session.scalars(select(SurveyTranslation.text)).all() == ["Con token"]
+        assert db.session.scalars(select(SurveyTranslation.text).filter_by(language="es")).all() == ["Con token"]

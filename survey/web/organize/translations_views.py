@@ -17,12 +17,16 @@ from survey.domain.errors import DomainError
 from survey.domain.models import Survey
 from survey.domain.surveys import content_translations
 from survey.domain.surveys.content_translations import ADDABLE, language_name
+from survey.platform.extensions import csrf
 
 from ..common import commit_or_refuse, localized, see_other
 from ..languages import text_direction
 from . import bp
 from .manage_page import editable
 from .translations_forms import LanguageForm, TranslationsForm, entered, input_name
+
+#: The largest post of the texts: a survey's own texts in two more languages, form-encoded.
+TRANSLATIONS_MAX_BYTES = 4 * 1024 * 1024
 
 
 def _render(
@@ -69,9 +73,16 @@ def translations(slug: str):
 
 
 @bp.post("/surveys/<slug>/translations")
+@csrf.exempt  # checked by TranslationsForm itself, after the larger size limit below is in place
 @login_required
 def save_translations(slug: str):
-    """Every language's texts at once; a text left empty is still to translate (a draft only)."""
+    """Every language's texts at once; a text left empty is still to translate (a draft only).
+
+    The app's request limit fits a submission; the texts of a survey in two more languages may be
+    far more (an Arabic letter is six bytes in a form's body), so this view raises it for itself, as
+    the spec import does, and the form checks the CSRF token once the limit is in place."""
+    request.max_content_length = TRANSLATIONS_MAX_BYTES
+    request.max_form_memory_size = TRANSLATIONS_MAX_BYTES
     survey = editable(slug)
     form = TranslationsForm()
     texts = entered(
