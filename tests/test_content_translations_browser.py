@@ -6,6 +6,8 @@
   the survey's two languages, not Spanish, which it lacks.
 - Answered and sent: the form's body carries the reported answers, the CSRF token and the submission
   key, and no language; the thank-you page goes on in Arabic, naming the questions in Arabic.
+- The organizer's translations page (each English text beside its Arabic input, written right to
+  left) is clean for axe-core, and a text typed there reaches the respondent's preview.
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ import pytest
 from playwright.sync_api import expect
 from sqlalchemy import func, select
 
-from survey.domain.models import Answer, Submission
+from survey.domain.models import Answer, Submission, User
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import PHONE, live_site
-from .pages import axe_violations
+from .pages import axe_violations, new_page, sign_in
 from .surveys import SMALL_SPEC, SMALL_TRANSLATIONS
 
 SLUG = "arabic-content"
+DRAFT = "arabic-draft"
+ORGANIZER = ("olga", "a long enough password")
 #: A folder to save a screenshot of the Arabic page in, for a person to look at (unset: none).
 SCREENSHOTS = os.environ.get("LANGUAGE_SCREENSHOTS", "")
 
@@ -36,6 +40,11 @@ def live_server(tmp_path_factory):
     def setup(session):
         spec = {**SMALL_SPEC, "slug": SLUG, "translations": {"ar": SMALL_TRANSLATIONS["ar"]}}
         create_survey_from_spec(session, spec)
+        organizer = User(username=ORGANIZER[0])
+        organizer.set_password(ORGANIZER[1])
+        session.add(organizer)
+        draft = {**SMALL_SPEC, "slug": DRAFT, "status": "draft", "translations": {"ar": {"title": "مسودة"}}}
+        create_survey_from_spec(session, draft, owner=organizer)
 
     with live_site(tmp_path_factory.mktemp("content-languages"), "content-language-tests", setup) as site:
         yield site
@@ -108,3 +117,28 @@ def test_a_survey_answered_in_arabic_with_its_organizers_arabic_texts(live_serve
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Submission)) == 1
         assert db.session.scalar(select(func.count()).select_from(Answer)) == 4
+
+
+def test_the_organizers_translations_page_is_clean_for_axe_and_its_texts_reach_the_preview(live_server, browser):
+    _, base = live_server
+    page = new_page(browser, {"width": 1280, "height": 900}, bypass_csp=True)
+    sign_in(page, base, ORGANIZER)
+    page.goto(f"{base}/surveys/{DRAFT}/build")
+    with page.expect_navigation():
+        page.click("#translations-link")
+    expect(page.locator("h1")).to_have_text("Translations")
+    expect(page.locator("#t-ar-title")).to_have_value("مسودة")
+    expect(page.locator("#t-ar-title")).to_have_attribute("dir", "rtl")
+    expect(page.locator("#missing-count")).to_contain_text("11 texts still to translate")
+    violations = axe_violations(page)
+    assert not violations, json.dumps(violations, indent=1)[:3000]
+    page.fill("#t-ar-q\\:often\\:text", "كم مرة؟")
+    with page.expect_navigation():
+        page.click("#save-translations")
+    expect(page.locator(".flash")).to_contain_text("Translations saved.")
+    expect(page.locator("#missing-count")).to_contain_text("10 texts still to translate")
+    page.goto(f"{base}/s/{DRAFT}/preview?lang=ar")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+    expect(page.locator("h1")).to_have_text("مسودة")
+    expect(page.locator("#question-often legend")).to_contain_text("كم مرة؟")
+    page.context.close()
