@@ -79,6 +79,8 @@ run: $(VENV)/.installed
 	@echo "Serving on http://$(HOST):$(PORT)  (Ctrl+C to stop)"
 	@echo "  Respondent page:  http://$(HOST):$(PORT)/s/health-and-habits"
 	@echo "  Results:          http://$(HOST):$(PORT)/surveys/health-and-habits/results"
+	@echo "  Split ballots (randomized against direct, non-compliance):"
+	@echo "                    http://$(HOST):$(PORT)/surveys/asking-honestly/results"
 	@echo "  Sign in as 'demo' with password 'demo-password' (an administrator: Users at /admin/users)."
 	@echo ""
 	$(FLASK) run --host $(HOST) --port $(PORT)
@@ -137,6 +139,7 @@ bench: $(VENV)/.bench-installed
 	@$(MAKE) --no-print-directory wrk
 	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
 	$(BIN)/python benchmarks/held_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/held_ingest.md
+	$(BIN)/python benchmarks/split_scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/split_scale.md
 	$(BIN)/python benchmarks/scale_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale_ingest.md
 	$(BIN)/python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md
 

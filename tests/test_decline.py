@@ -215,3 +215,24 @@ def test_the_builder_sets_and_shows_decline_on_a_randomized_question_only(app, s
     assert " checked " in box
     edit_plain = text(signed_in.get(f"/surveys/{slug}/questions/plain/edit"))
     assert " checked " not in re.search(r'<input[^>]*id="decline"[^>]*>', edit_plain).group(0)
+
+
+def test_an_import_carries_declines_where_the_question_allows_them(app, user):
+    from survey.domain.responses.imports import ImportRefused, import_responses
+
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, SPEC)
+        db.session.commit()
+        day = "2026-11-01"
+        rows = f"submitted_on,drugs,mirror\n{day},declined,1\n{day},Declined,0\n{day},1,0\n"
+        import_responses(db.session, survey, rows, "csv")
+        db.session.commit()
+        [drugs] = [r for r in survey_results(db.session, survey) if r.question.key == "drugs"]
+        assert (drugs.declined, drugs.n) == (2, 1)
+        assert tally_mismatches(db.session, survey) == []
+        # a question that may not be declined refuses the marker, naming row and column
+        with pytest.raises(ImportRefused) as caught:
+            import_responses(db.session, survey, f"submitted_on,drugs,mirror\n{day},1,declined\n", "csv")
+        db.session.rollback()
+        [problem] = caught.value.problems
+        assert (problem.row, problem.column, problem.code) == (1, "mirror", "answer.decline_not_allowed")

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 
+import pyreadstat
 import pytest
 from sqlalchemy import func, select
 
@@ -133,7 +134,7 @@ def test_an_export_re_imports_into_a_copy_with_the_same_estimates_and_is_marked(
     assert _estimates(app, "third")[1] == _estimates(app, small_survey)[1]
 
 
-def test_labels_are_taken_for_codes_and_web_rows_stay_unmarked(app, client, small_survey):
+def test_labels_are_taken_for_codes_and_web_rows_stay_unmarked(app, client, small_survey, tmp_path):
     submit_answers(client, small_survey, SUBMISSIONS[:3])
     day = _today(app)
     data = f"submitted_on,drugs,mirror,often,age\n{day},Yes,no,Always,old\n{day},0,1,0,\n"
@@ -149,6 +150,18 @@ def test_labels_are_taken_for_codes_and_web_rows_stay_unmarked(app, client, smal
     assert lines[3].split(",")[2:6] == ["1", "0", "3", "1"]  # yes = 1, no = 0, always = 3, old = 1
     assert counts["drugs"]["key"] == "drugs"
     _clean(app, small_survey)
+    # the files for SPSS and Stata carry the same column, labelled, and the same rows as the CSV
+    from survey.domain.results.labelled import write_labelled
+
+    for file_format, read in (("sav", pyreadstat.read_sav), ("dta", pyreadstat.read_dta)):
+        path = tmp_path / f"responses.{file_format}"
+        with app.app_context():
+            write_labelled(db.session, _survey(small_survey), file_format, path)
+        frame, meta = read(str(path))
+        assert list(frame.columns)[-1] == "imported"
+        assert frame["imported"].tolist() == [0, 0, 0, 1, 1]
+        assert frame["drugs"].tolist()[3:] == [1, 0]
+        assert meta.variable_value_labels["imported"] == {0: "submitted on the web", 1: "imported"}
 
 
 def test_every_bad_row_is_named_by_row_and_column_and_nothing_is_written(app, small_survey):

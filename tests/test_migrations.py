@@ -300,9 +300,11 @@ def test_the_demo_on_a_migrated_database_has_tallies_that_match_its_rows(empty_a
     result = empty_app.test_cli_runner().invoke(args=["demo", "--respondents", "300", "--if-empty"])
     assert result.exit_code == 0, result.output
     with empty_app.app_context():
-        survey = db.session.scalar(select(Survey))
-        assert survey_counts(db.session, survey).submissions == 300
-        assert tally_mismatches(db.session, survey) == []
+        surveys = db.session.scalars(select(Survey)).all()
+        assert [s.slug for s in surveys] == ["health-and-habits", "asking-honestly"]
+        for survey in surveys:
+            assert survey_counts(db.session, survey).submissions == 300
+            assert tally_mismatches(db.session, survey) == []
 
 
 def test_nothing_but_the_migrations_creates_tables():

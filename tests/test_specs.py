@@ -195,12 +195,14 @@ def test_demo_command_creates_simulated_respondents(app, runner):
     result = runner.invoke(args=["demo", "--respondents", "400"])
     assert result.exit_code == 0, result.output
     assert "/s/health-and-habits" in result.output and "demo-password" in result.output
+    assert "/surveys/asking-honestly/results" in result.output  # the split ballots' demo beside it
     with app.app_context():
-        assert _count(Submission) == 400
-        survey = db.session.scalar(select(Survey))
+        assert _count(Submission) == 2 * 400
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "health-and-habits"))
         assert survey.is_simulated and len(survey.randomized_questions) == 6  # a randomized number among them
         assert any(q.kind == "choice" and 4 <= len(q.options) <= 6 for q in survey.questions)
-        assert _count(Answer) == 400 * len(survey.questions)
+        # every respondent of the health survey answers each question; of the split ballots, one arm of each
+        assert _count(Answer) == 400 * len(survey.questions) + 400 * 2
     again = runner.invoke(args=["demo", "--if-empty"])
     assert "already has surveys" in again.output
 

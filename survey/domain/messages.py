@@ -83,6 +83,17 @@ MESSAGES: dict[str, Message] = {
         ),
     ),
     "answer.required": Message(400, N_("question {key!r} is required: please answer it")),
+    "answer.arm_missing": Message(
+        400,
+        N_("split ballot {group!r} is required: please answer the one of its questions ({keys}) your page showed"),
+    ),
+    "answer.several_arms": Message(
+        400,
+        N_(
+            "questions {key!r} and {other!r} are arms of the split ballot {group!r}: a respondent answers "
+            "one of them, not both"
+        ),
+    ),
     "answer.decline_not_allowed": Message(
         400, N_("question {key!r} cannot be declined: please answer it, or leave it out if it is optional")
     ),
@@ -332,6 +343,36 @@ MESSAGES: dict[str, Message] = {
     "spec.key_reserved": Message(400, N_("{key!r} is reserved for a column of the microdata export")),
     "spec.kind_unknown": Message(400, N_("must be one of {kinds}, got {kind!r}")),
     "spec.level_twice": Message(400, N_("give exactly one of 'epsilon' and '{level}'")),
+    "split.unknown": Message(404, N_("this survey has no split ballot {ballot!r}")),
+    "split.by_not_direct": Message(
+        400,
+        N_("a split ballot is broken down by a question asked directly, with options, outside it; {key!r} is not one"),
+    ),
+    "spec.arm_not_object": Message(
+        400, N_('must be an object such as {{"group": "drug_use", "share": 0.5}}: the split ballot and its share')
+    ),
+    "spec.arm_group_malformed": Message(
+        400, N_("the split ballot's name must start with a lowercase letter and use only a-z, 0-9 and _ (up to 40)")
+    ),
+    "spec.arm_share_invalid": Message(
+        400, N_("the share of respondents who get this arm must be a number above 0 and below 1, got {value!r}")
+    ),
+    "spec.arm_group_split": Message(
+        400,
+        N_("the arms of the split ballot {group!r} must be consecutive questions, with no other question between them"),
+    ),
+    "spec.arm_group_alone": Message(
+        400, N_("the split ballot {group!r} has one arm: a split ballot asks the same thing in at least two ways")
+    ),
+    "spec.arm_shares_sum": Message(400, N_("the shares of the split ballot {group!r} must sum to 1, not {total}")),
+    "spec.own_coin_impossible": Message(
+        400,
+        N_(
+            "a {design} design cannot be carried out with the respondent's own coins or die: that takes a forced "
+            "response (the truth with one chance, each answer forced with another) whose chances are quarters "
+            "(two coins) or sixths (a die), such as a coin flip at 0.5 and 0.5 or Warner's design at 0.75"
+        ),
+    ),
     "spec.decline_not_randomized": Message(
         400, N_("only a randomized question can let respondents decline it, not a {kind} question")
     ),
@@ -437,6 +478,7 @@ MESSAGES: dict[str, Message] = {
         ),
     ),
     "survey.publish_no_questions": Message(409, N_("Add at least one question before publishing.")),
+    "survey.publish_split_ballot": Message(409, N_("A split ballot cannot be asked as it is: {reason}.")),
     "survey.publish_not_draft": Message(409, N_("Only a draft can be published; this survey is {state}.")),
     "survey.publish_translation_missing": Message(
         409,

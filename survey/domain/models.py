@@ -36,6 +36,7 @@ from survey.domain.accounts import passwords
 from survey.domain.accounts.usernames import username_digest
 
 # the registry's lists of kinds, still imported from here by older callers
+from survey.domain.surveys.arms import composed
 from survey.domain.surveys.kinds import DIRECT_KINDS as DIRECT_KINDS
 from survey.domain.surveys.kinds import KINDS as KINDS
 from survey.domain.surveys.kinds import Kind, kind_of
@@ -243,8 +244,9 @@ class Survey(Base):
 
     def total_epsilon(self) -> float:
         """What one respondent spends across the randomized questions (basic composition; direct
-        questions are not protected and not part of it): a property of the designs alone."""
-        return total_epsilon(q.mechanism() for q in self.randomized_questions)
+        questions are not protected and not part of it; a split ballot counts its worst arm, since a
+        respondent answers one): a property of the designs alone."""
+        return total_epsilon(composed((q.arm_group, q.mechanism().epsilon) for q in self.randomized_questions))
 
 
 class SurveyTranslation(Base):
@@ -486,6 +488,16 @@ class Question(Base):
     #: gives the rates to draw them from; the simulation replaces them by the shares it drew); for a
     #: randomized number, ``[the true mean among them]`` (set by the simulation only).
     simulated_truth: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+    #: The split ballot this question is an arm of (None: an ordinary question), and the probability
+    #: that a respondent's browser assigns them this arm. Each respondent answers one arm of a group;
+    #: the arms are consecutive questions asking the same thing in different ways (asked directly, or
+    #: randomized by different designs): :mod:`survey.domain.surveys.arms`.
+    arm_group: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    arm_share: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Whether the respondent randomizes with their own coins or die, as the page tells them
+    #: (:mod:`survey.privacy.physical`), and reports what they say: the page draws nothing and sends
+    #: the answer given, which is already the report. Same matrix, same estimates, same ε.
+    own_coin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     survey: Mapped[Survey] = relationship(back_populates="questions")
     # "selectin": a survey's questions arrive with their options and designs in three queries in
@@ -592,7 +604,7 @@ class Design(Base):
             epsilon=spec["epsilon"],
         )
         if privacy is not None and "epsilon" in privacy:
-            design.given = {k: v for k, v in privacy.items() if k not in ("design", "allow_one_sided")}
+            design.given = {k: v for k, v in privacy.items() if k not in ("design", "allow_one_sided", "own_coin")}
             design.given["epsilon"] = float(design.given["epsilon"])
         return design
 

@@ -53,17 +53,23 @@ def register(app: Flask) -> None:
     def demo(respondents: int, host: str, if_empty: bool) -> None:
         """Create the demo survey with simulated respondents, and print where to look."""
         from survey.domain.surveys.demo import DEMO_PASSWORD, DEMO_USER, create_demo
+        from survey.domain.surveys.validation_demo import create_validation_demo
 
         _require_current_schema()
         if if_empty and db.session.scalar(select(Survey.id).limit(1)) is not None:
             click.echo("The database already has surveys; no demo added.")
             return
         survey = create_demo(db.session, respondents)
+        validation = create_validation_demo(db.session, respondents)
         db.session.commit()
         respond, results = _urls(survey.slug, host)
         click.echo(f"Demo survey “{survey.title}” is ready.")
         click.echo(f"  Answer it as a respondent:  {respond}")
         click.echo(f"  See the estimates:          {results}")
+        respond, results = _urls(validation.slug, host)
+        click.echo(f"Demo split ballots “{validation.title}”: did the randomization work?")
+        click.echo(f"  Answer it (one of two ways per question, drawn for you):  {respond}")
+        click.echo(f"  Randomized minus direct, and who did not comply:          {results}")
         click.echo(
             f"  Sign in as {DEMO_USER!r} with password {DEMO_PASSWORD!r} (an administrator: users at /admin/users)."
         )

@@ -52,14 +52,69 @@ def _loglik(u: float, v: float, yes: np.ndarray, n: np.ndarray, c: np.ndarray) -
 def _best_on_segment(
     point: Callable[[float], tuple[float, float]], lo: float, hi: float, ll: Callable
 ) -> tuple[float, float]:
-    """(s, log-likelihood) maximizing the concave ``ll(point(s))`` over ``[lo, hi]``."""
+    """(s, log-likelihood) maximizing the concave ``ll(point(s))`` over ``[lo, hi]``.
+
+    Every segment here is affine in s, so each arm's rate ``λ_g(s)`` is affine too and the
+    log-likelihood's slope, ``Σ_g λ_g' (y_g/λ_g − (n_g − y_g)/(1 − λ_g))``, is decreasing: the maximum
+    is an end where the slope does not change sign, else the slope's root, found by Brent's method
+    on the slope (a dozen evaluations, where a bounded minimization of the likelihood took about forty;
+    the fits and their profile intervals are most of a split ballot's cost on the results page)."""
     if hi - lo <= _EDGE:
         return lo, ll(*point(lo))
-    result = optimize.minimize_scalar(
-        lambda s: -ll(*point(s)), bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}
-    )
-    candidates = [(float(result.x), -float(result.fun)), (lo, ll(*point(lo))), (hi, ll(*point(hi)))]
+    yes, n, c = ll.data  # type: ignore[attr-defined]
+    u0, v0 = point(lo)
+    u1, v1 = point(hi)
+    # two arms: plain floats (numpy's overhead on two-element arrays was most of the search's time)
+    arms = []
+    for y, m, cg in zip(yes.tolist(), n.tolist(), c.tolist(), strict=True):
+        start = u0 + v0 * cg
+        rise = ((u1 + v1 * cg) - start) / (hi - lo)
+        if rise != 0:
+            arms.append((y, m - y, start, rise))
+
+    def slope(s: float) -> float:
+        total = 0.0
+        for y, no, start, rise in arms:
+            lam = start + rise * (s - lo)
+            if y > 0:
+                total += rise * (y / lam if lam > 0 else math.inf)
+            if no > 0:
+                total -= rise * (no / (1.0 - lam) if lam < 1 else math.inf)
+        return total
+
+    inset = (hi - lo) * 1e-12
+    left, right = slope(lo + inset), slope(hi - inset)
+    if not left > 0:
+        best = lo
+    elif not right < 0:
+        best = hi
+    else:
+        best = float(optimize.brentq(slope, lo + inset, hi - inset, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    candidates = [(best, ll(*point(best))), (lo, ll(*point(lo))), (hi, ll(*point(hi)))]
     return max(candidates, key=lambda x: x[1])
+
+
+class _Loglik:
+    """The two arms' binomial log-likelihood at (u, v) (:func:`_loglik`, in plain floats: it is called
+    hundreds of times per fit), carrying its data for the segment search."""
+
+    def __init__(self, yes: np.ndarray, n: np.ndarray, c: np.ndarray) -> None:
+        self.data = (yes, n, c)
+        self._arms = [(y, m - y, cg) for y, m, cg in zip(yes.tolist(), n.tolist(), c.tolist(), strict=True)]
+
+    def __call__(self, u: float, v: float) -> float:
+        total = 0.0
+        for y, no, cg in self._arms:
+            lam = min(max(u + v * cg, 0.0), 1.0)
+            if y > 0:
+                if lam <= 0:
+                    return -math.inf
+                total += y * math.log(lam)
+            if no > 0:
+                if lam >= 1:
+                    return -math.inf
+                total += no * math.log1p(-lam)
+        return total
 
 
 @dataclass(frozen=True)
@@ -112,7 +167,7 @@ def _check(yes: Sequence[int], n: Sequence[int], p: Sequence[float]) -> tuple[np
 
 def _fit(yes: np.ndarray, n: np.ndarray, c: np.ndarray) -> tuple[float, float, float, bool]:
     """(u, v, log-likelihood, on the boundary) at the maximum over the triangle."""
-    ll = lambda u, v: _loglik(u, v, yes, n, c)  # noqa: E731
+    ll = _Loglik(yes, n, c)
     rates = yes / n
     v = (rates[1] - rates[0]) / (c[1] - c[0])
     u = rates[0] - v * c[0]
@@ -175,7 +230,7 @@ def cheating_detection(
     arm's probability that a non-carrier is prompted to say "yes"."""
     y, m, c = _check(yes, n, p)
     u, v, loglik, boundary = _fit(y, m, c)
-    ll = lambda a, b: _loglik(a, b, y, m, c)  # noqa: E731
+    ll = _Loglik(y, m, c)
     lines = {
         "pi": lambda psi: (lambda s: (psi, s), 0.0, 1.0 - psi),
         "beta": lambda psi: (lambda s: (s, psi), 0.0, 1.0 - psi),
@@ -199,7 +254,7 @@ def stochastic_lie_detector(
     y, m, q = _check(yes, n, p)
     c = 1.0 - q
     u, v, loglik, boundary = _fit(y, m, c)
-    ll = lambda a, b: _loglik(a, b, y, m, c)  # noqa: E731
+    ll = _Loglik(y, m, c)
     prevalence = 1.0 - v
     honest = u / prevalence if prevalence > _EDGE else math.nan
     lines = {
@@ -223,12 +278,18 @@ def stochastic_lie_detector(
 
 
 def noncompliance_sample_size(
-    model: str, p: Sequence[float], truth: dict[str, float], margin: float, parameter: str = "pi", level: float = 0.95
+    model: str,
+    p: Sequence[float],
+    truth: dict[str, float],
+    margin: float,
+    parameter: str = "pi",
+    level: float = 0.95,
+    shares: Sequence[float] | None = None,
 ) -> int:
-    """Respondents (split evenly between the two arms) for ``parameter``'s interval to have half-width
-    ``margin`` at the organizer's guess ``truth`` (CDM: ``pi``, ``beta``; SLD: ``pi``, ``t``), from the
-    delta-method standard error (the profile interval's half-width at these sizes: within 10% in
-    tests/test_noncompliance.py)."""
+    """Respondents (split evenly between the two arms, or by ``shares``) for ``parameter``'s interval
+    to have half-width ``margin`` at the organizer's guess ``truth`` (CDM: ``pi``, ``beta``; SLD:
+    ``pi``, ``t``), from the delta-method standard error (the profile interval's half-width at these
+    sizes: within 10% in tests/test_noncompliance.py)."""
     if model not in ("CDM", "SLD"):
         raise ValueError(f"model must be CDM or SLD, got {model!r}")
     if not 0 < margin < 1:
@@ -245,6 +306,13 @@ def noncompliance_sample_size(
         raise ValueError(f"{model} has no parameter {parameter!r}; it has {', '.join(gradients)}")
     rates = np.clip(u + v * c, 1e-12, 1 - 1e-12)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    # the standard error with n respondents in each arm is se_1/√n; the margin needs z·se_1/√n ≤ margin
-    per_arm = _delta_se(*gradients[parameter], rates, np.ones(2), c)
-    return 2 * math.ceil((z * per_arm / margin) ** 2)
+    if shares is None:
+        # the standard error with n respondents in each arm is se_1/√n; the margin needs z·se_1/√n ≤ margin
+        per_arm = _delta_se(*gradients[parameter], rates, np.ones(2), c)
+        return 2 * math.ceil((z * per_arm / margin) ** 2)
+    split = np.asarray(shares, dtype=float)
+    if split.shape != (2,) or (split <= 0).any():
+        raise ValueError("shares: two positive numbers, one per arm")
+    split = split / split.sum()
+    # with N respondents in all, arm g has N·s_g: the variance is se_1(n = s)² / N
+    return math.ceil((z * _delta_se(*gradients[parameter], rates, split, c) / margin) ** 2)

@@ -93,6 +93,13 @@ def word_list(items: list[object]) -> str:
     return format_list([str(item) for item in items], locale=get_locale() or DEFAULT)
 
 
+def _or_list(items: list[str]) -> str:
+    """Alternatives as the page's language lists them: "1, 2 or 3", "1, 2 o 3" (CLDR's "or" pattern)."""
+    from flask_babel import get_locale
+
+    return format_list(items, style="or", locale=get_locale() or DEFAULT)
+
+
 def text_direction(locale: str) -> str:
     return "rtl" if locale in RIGHT_TO_LEFT else "ltr"
 
@@ -146,6 +153,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.policies["ext.i18n.trimmed"] = True
     # The respondent's words (wording.py) are English templates; here they go through gettext.
     wording.translate = gettext
+    wording.or_list = _or_list
 
     @app.context_processor
     def _language() -> dict[str, object]:

@@ -92,6 +92,89 @@
     }
   });
 
+  /* Split ballots (survey.domain.surveys.arms): the arms of a group are fieldsets with data-arm-group
+   * and data-arm-share, hidden and disabled as the server sends them. One arm per group is drawn with
+   * the arms' shares and shown; the others stay disabled, so nothing of them is posted, and the
+   * submission answers that arm alone. The draw comes from crypto.getRandomValues, or, where reports
+   * are memoized, from this browser's HMAC of the group (memo.js): reloading the page shows the same
+   * arm, so no one can shop for the way they are asked. An arm is chance, not an answer: not secret. */
+  var groups = {};
+  fieldsets.forEach(function (fieldset) {
+    var group = fieldset.dataset.armGroup;
+    if (group) {
+      (groups[group] = groups[group] || []).push(fieldset);
+    }
+  });
+
+  function armIndex(arms, source) {
+    var shares = arms.map(function (fieldset) {
+      return Number(fieldset.dataset.armShare);
+    });
+    var total = shares.reduce(function (a, b) {
+      return a + b;
+    }, 0);
+    return window.SurveyRandomizer.sample(
+      shares.map(function (share) {
+        return share / total;
+      }),
+      source
+    );
+  }
+
+  function showArm(arms, index) {
+    arms.forEach(function (fieldset, i) {
+      fieldset.hidden = i !== index;
+      fieldset.disabled = i !== index;
+    });
+  }
+
+  function assignArms() {
+    var names = Object.keys(groups);
+    if (names.length === 0) {
+      return Promise.resolve();
+    }
+    var fresh = function () {
+      names.forEach(function (name) {
+        showArm(groups[name], armIndex(groups[name]));
+      });
+    };
+    if (!memo) {
+      fresh();
+      return Promise.resolve();
+    }
+    var slug = form.dataset.survey;
+    return memo
+      .browserKey()
+      .then(function (key) {
+        if (!key) {
+          return null;
+        }
+        // "arm" is not an answer code, so this HMAC is never one of a report's
+        return Promise.all(
+          names.map(function (name) {
+            return memo.words(key, memo.message(slug, name, "arm"));
+          })
+        );
+      })
+      .catch(function () {
+        return null;
+      })
+      .then(function (words) {
+        if (words === null) {
+          fresh();
+          return;
+        }
+        names.forEach(function (name, i) {
+          showArm(
+            groups[name],
+            armIndex(groups[name], function () {
+              return words[i];
+            })
+          );
+        });
+      });
+  }
+
   // Tell the respondent whether a second submission from this browser would repeat the first.
   function showMemo(on) {
     var yes = document.getElementById("memo-on");
@@ -490,6 +573,9 @@
     var toDecline = [];
     var invalid = [];
     fieldsets.forEach(function (fieldset) {
+      if (fieldset.disabled) {
+        return; // an arm of a split ballot this respondent was not assigned
+      }
       var input = chosen(fieldset);
       var problem = numberProblem(fieldset);
       var isMissing = !problem && !input && fieldset.hasAttribute("data-required");
@@ -579,5 +665,8 @@
     }
   });
 
-  ready();
+  // The form can be sent once each split ballot shows its arm.
+  assignArms().then(function () {
+    ready();
+  });
 })();

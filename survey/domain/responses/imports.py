@@ -9,13 +9,17 @@ The file is the microdata export's own shape (docs/exports.md), so an export re-
   reserved in R, Stata or SPSS: :mod:`survey.domain.surveys.variable_names`) or by its key; the
   value is what the export writes: an option's code in the researcher's coding (yes = 1, no = 0:
   :mod:`survey.domain.results.coding`), or the option's label as listed; a number question's number;
-  a randomized number's report in the question's units. An empty cell is a question not answered.
+  a randomized number's report in the question's units. An empty cell is a question not answered;
+  ``declined`` is a "prefer not to say" where the question allows one (as the respondent's page sends it).
 - the export's other columns (``submission``, the row number; ``imported``) are accepted and
   ignored. Any other column is an error: a misspelt question would otherwise be dropped silently.
-  (A later ``arm`` column, once surveys have arms, is one more known column here.)
+
+A split ballot's arm (:mod:`survey.domain.surveys.arms`) is the column a row answers: a report
+collected under the randomized arm goes in that arm's question's column, one asked directly in the
+direct arm's. A row answers at most one arm of a group, and one of them when the group is required.
 
 Every row is checked as a web submission is (:meth:`survey.domain.responses.submissions.Field.check`,
-the required questions, not empty), and every problem of every row is collected with its row number
+the required questions and split ballots, not empty), and every problem of every row is collected with its row number
 (1 = the first row after the header, or the list's first object) and column: if any row fails,
 nothing is written and the researcher sees them all at once.
 
@@ -58,9 +62,20 @@ from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
 from survey.domain.errors import Conflict, DomainError
-from survey.domain.models import TALLY_SHARDS, Answer, Question, ResponseImport, Submission, Survey, User, today
+from survey.domain.models import (
+    DECLINED,
+    DECLINED_MARKER,
+    TALLY_SHARDS,
+    Answer,
+    Question,
+    ResponseImport,
+    Submission,
+    Survey,
+    User,
+    today,
+)
 from survey.domain.responses.mixing import question_kinds
-from survey.domain.responses.submissions import Field, submission_form
+from survey.domain.responses.submissions import Field, arm_problems, submission_form
 from survey.domain.results.coding import stored_code
 from survey.domain.surveys.variable_names import variable_names
 from survey.domain.validation import parse_json
@@ -214,6 +229,11 @@ def _stored_value(column: _Column, raw: Any) -> int:
     """The stored value of a cell as the export writes it, checked as a web submission's answer is;
     DomainError otherwise."""
     question, checked = column.question, column.field
+    if isinstance(raw, str) and raw.strip().casefold() == DECLINED_MARKER:
+        # "prefer not to say", as the respondent's page sends it: only where the question allows it
+        if not checked.decline:
+            raise DomainError("answer.decline_not_allowed", key=question.key)
+        return DECLINED
     kind = question.kind_entry
     if kind.randomized_number:
         return checked.check(_report_code(question, raw))
@@ -297,8 +317,11 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
                 result.problems.append(_problem(number, name, error))
         answered = {name for name, raw in record.items() if raw is not None and str(raw).strip()}
         for f in fields:
-            if f.required and not ({f.key, names[f.key]} & answered):
+            if f.required and f.arm_group is None and not ({f.key, names[f.key]} & answered):
                 result.problems.append(_problem(number, names[f.key], DomainError("answer.required", key=f.key)))
+        answered_ids = {f.id for f in fields if {f.key, names[f.key]} & answered}
+        for error in arm_problems(fields, answered_ids):
+            result.problems.append(_problem(number, names[error.path[-1]], error))
         if not answered & set(columns):
             result.problems.append(_problem(number, None, DomainError("submission.empty")))
         if day is not None:

@@ -20,7 +20,7 @@ import functools
 import json
 import logging
 import random
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Collection, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,9 @@ class Field:
     design: str | None = None
     #: Whether it may be declined (:data:`survey.domain.models.DECLINED_MARKER` sent instead of an answer).
     decline: bool = False
+    #: The split ballot it is an arm of (None for an ordinary question): a respondent answers one arm
+    #: of a group (:mod:`survey.domain.surveys.arms`), so a group is required as a whole.
+    arm_group: str | None = None
 
     def check(self, value: Any) -> int:
         """The value to store for the answer ``value``, or a DomainError saying what is wrong: its
@@ -114,6 +117,7 @@ _FORM_QUERY = (
         Question.kind,
         Design.mechanism_name,
         Question.decline,
+        Question.arm_group,
     )
     .outerjoin(Question, Question.survey_id == Survey.id)
     .outerjoin(Option, Option.question_id == Question.id)
@@ -181,7 +185,7 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
     for field in fields:
         raw = answers.get(field.key)
         if raw is None or raw == "":
-            if field.required:
+            if field.required and field.arm_group is None:
                 raise DomainError("answer.required", path=(*ANSWERS, field.key), key=field.key)
             continue
         if raw == DECLINED_MARKER:
@@ -191,9 +195,35 @@ def validate_answers(fields: tuple[Field, ...], answers: Mapping[str, Any]) -> d
             values[field.id] = DECLINED
             continue
         values[field.id] = field.check(raw)
+    for problem in arm_problems(fields, values.keys()):
+        raise problem
     if not values:
         raise DomainError("submission.empty", path=ANSWERS)
     return values
+
+
+def arm_problems(fields: Sequence[Field], answered: Collection[int]) -> Iterator[DomainError]:
+    """What is wrong with the split ballots of a submission that answered the questions ``answered``
+    (their ids): two arms of one group answered (a respondent is assigned one), or none of a required
+    group's (its arms are required when shown). A declined arm counts as answered."""
+    groups: dict[str, list[Field]] = {}
+    for field in fields:
+        if field.arm_group is not None:
+            groups.setdefault(field.arm_group, []).append(field)
+    for group, arms in groups.items():
+        chosen = [f for f in arms if f.id in answered]
+        if len(chosen) > 1:
+            yield DomainError(
+                "answer.several_arms",
+                path=(*ANSWERS, chosen[1].key),
+                key=chosen[0].key,
+                other=chosen[1].key,
+                group=group,
+            )
+        elif not chosen and any(f.required for f in arms):
+            yield DomainError(
+                "answer.arm_missing", path=(*ANSWERS, arms[0].key), group=group, keys=", ".join(f.key for f in arms)
+            )
 
 
 @dataclass(frozen=True)

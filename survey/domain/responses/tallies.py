@@ -35,6 +35,7 @@ from survey.domain.responses.mixing import question_kinds
 from survey.domain.results.kept import kept_estimate
 from survey.domain.results.numbers import NumberSummary, summarize
 from survey.domain.results.randomized_numbers import RandomizedNumberSummary, summarize_reports
+from survey.domain.surveys.arms import composed
 from survey.domain.surveys.kinds import NUMBERS, SHARES
 from survey.privacy import Estimate, Mechanism, estimate, total_epsilon
 
@@ -385,5 +386,8 @@ def results_total_epsilon(
 ) -> float:
     """The survey's total ε from mechanisms already built for its results (saves rebuilding them):
     its option questions' and, given their summaries, its randomized numbers' (basic composition)."""
-    randomized_numbers = [m.mechanism for m in numbers if isinstance(m, RandomizedNumberSummary)]
-    return total_epsilon([*(r.mechanism for r in results if r.randomized), *randomized_numbers])
+    randomized = [
+        *((r.question.arm_group, r.mechanism.epsilon) for r in results if r.randomized),
+        *((m.question.arm_group, m.mechanism.epsilon) for m in numbers if isinstance(m, RandomizedNumberSummary)),
+    ]
+    return total_epsilon(composed(randomized))

@@ -37,6 +37,7 @@ from survey.domain.results.microdata import (  # re-exported: the microdata's co
     MICRODATA_FIXED_COLUMNS as MICRODATA_FIXED_COLUMNS,
 )
 from survey.domain.results.microdata import microdata_columns as microdata_columns
+from survey.domain.results.split_ballots import split_ballots
 from survey.domain.surveys.kinds import NUMBERS, kind_of
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
 
@@ -165,6 +166,7 @@ def estimates_document(session: Session, survey: Survey, level: float = LEVEL) -
                 + [summary.to_dict() for summary in numbers],
             )
         ],
+        "split_ballots": [b.to_dict() for b in split_ballots(survey.questions, results, level)],
     }
 
 

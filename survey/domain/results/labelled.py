@@ -33,8 +33,10 @@ from survey.domain.models import Survey
 from survey.domain.results.coding import researcher_options, stored_order
 from survey.domain.results.labelled_rows import open_rows
 from survey.domain.results.microdata import (
+    IMPORTED_COLUMN,
     MICRODATA_BATCH_SIZE,
     MICRODATA_FIXED_COLUMNS,
+    has_imports,
     microdata_arrays,
     microdata_columns,
 )
@@ -59,11 +61,12 @@ DATE_ORIGIN = {"sav": dt.date(1582, 10, 14), "dta": dt.date(1960, 1, 1)}
 DATE_UNIT = {"sav": 86400.0, "dta": 1.0}
 
 
-def template_frame(survey: Survey) -> pd.DataFrame:
+def template_frame(survey: Survey, imported: bool = False) -> pd.DataFrame:
     """One row with the microdata's column types: whole numbers that may be missing (pandas'
-    ``Int32``), a date, and a randomized number's reports as ``Float64``. pyreadstat decides each
-    variable's type from these, never from the values."""
-    names = microdata_columns(survey)
+    ``Int32``), a date, and a randomized number's reports as ``Float64``; with ``imported``, the
+    0/1 column of imported rows last, as in the CSV. pyreadstat decides each variable's type from
+    these, never from the values."""
+    names = microdata_columns(survey, imported)
     frame = pd.DataFrame(
         {
             MICRODATA_FIXED_COLUMNS[0]: np.array([1], dtype=np.int32),
@@ -107,14 +110,18 @@ def write_labelled(
 ) -> None:
     """Write the labelled microdata of ``survey`` as ``file_format`` ("sav" or "dta") to ``path``:
     the descriptions by pyreadstat, then the rows ``batch_size`` at a time."""
-    frame = template_frame(survey)
+    imported = has_imports(session, survey)
+    frame = template_frame(survey, imported)
     write_frame(frame, survey, file_format, path)
-    _write_rows(session, survey, file_format, path, len(frame.columns), batch_size)
+    _write_rows(session, survey, file_format, path, len(frame.columns), batch_size, imported)
 
 
 def write_frame(frame: pd.DataFrame, survey: Survey, file_format: str, path: Path) -> None:
     """pyreadstat's file of ``frame`` (the microdata's columns) with the survey's labels."""
     column_labels, value_labels = _labels(survey)
+    if IMPORTED_COLUMN in frame.columns:
+        column_labels[IMPORTED_COLUMN] = "Collected elsewhere and imported (1) or submitted on the web (0)"
+        value_labels[IMPORTED_COLUMN] = {0: "submitted on the web", 1: "imported"}
     reports = set(report_columns(survey))
     note = (
         f"Randomized microdata of the survey {survey.slug!r}: randomized questions hold the reported "
@@ -153,10 +160,13 @@ def write_frame(frame: pd.DataFrame, survey: Survey, file_format: str, path: Pat
         raise ValueError(f"unknown format {file_format!r}")
 
 
-def _write_rows(session: Session, survey: Survey, file_format: str, path: Path, width: int, batch_size: int) -> None:
+def _write_rows(
+    session: Session, survey: Survey, file_format: str, path: Path, width: int, batch_size: int, imported: bool
+) -> None:
     handle, rows = open_rows(path, file_format, width)
     with handle:
-        for values in microdata_arrays(session, survey, DATE_ORIGIN[file_format], batch_size=batch_size):
+        origin = DATE_ORIGIN[file_format]
+        for values in microdata_arrays(session, survey, origin, batch_size=batch_size, imported=imported):
             values[:, 1] *= DATE_UNIT[file_format]
             rows.write(values)
         rows.close()

@@ -249,13 +249,20 @@ def microdata_batches(
 
 
 def microdata_arrays(
-    session: Session, survey: Survey, day_origin: dt.date, *, batch_size: int = MICRODATA_BATCH_SIZE
+    session: Session,
+    survey: Survey,
+    day_origin: dt.date,
+    *,
+    batch_size: int = MICRODATA_BATCH_SIZE,
+    imported: bool = False,
 ) -> Iterator[np.ndarray]:
     """The rows of :func:`microdata_batches` as float arrays (rows × columns): the row number, the
     day as days since ``day_origin``, the cells (NaN where empty; a randomized number's report
-    computed for the whole column at once, the same doubles as one by one)."""
+    computed for the whole column at once, the same doubles as one by one); with ``imported``, a
+    last column, 1 for a row imported and 0 for a web submission."""
     columns = _columns(survey)
-    sql, _ = _pivot_sql(survey, columns, session.get_bind().dialect.name, lookups=False, day_origin=day_origin)
+    dialect = session.get_bind().dialect.name
+    sql, _ = _pivot_sql(survey, columns, dialect, lookups=False, day_origin=day_origin, imported=imported)
     reports = [(2 + i, c.mechanism) for i, c in enumerate(columns) if c.mechanism is not None]
     for batch in _fetched(session, sql, batch_size):
         values = np.array(batch, dtype=np.float64)

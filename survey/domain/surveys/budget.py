@@ -18,6 +18,7 @@ counting :data:`DESIGN_WORK`); the page fills in the other rows one request each
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -28,16 +29,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from scipy import stats
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Design, Question, Survey
+from survey.domain.surveys.arms import composed, forced_yes, groups_of
 from survey.domain.surveys.outline import option_counts, question_list
 from survey.domain.surveys.planning import PLANNING_LEVEL, PLANNING_SHARE
 from survey.domain.validation import within_cap
 from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
 from survey.privacy.designs import DESIGNS
+from survey.privacy.noncompliance import noncompliance_sample_size
 from survey.privacy.number_planning import number_margin
 from survey.privacy.planning import per_respondent_variance, summed_terms
 
@@ -137,6 +141,8 @@ class Budget:
     target_margin: float
     costs: list[QuestionCost] = field(default_factory=list)
     direct: list[Question] = field(default_factory=list)
+    #: The split ballots' plans (:func:`ballot_plans`).
+    ballots: list[BallotPlan] = field(default_factory=list)
 
     @property
     def within_cap(self) -> bool:
@@ -230,7 +236,74 @@ def survey_budget(
         target_margin=margin,
         costs=costs,
         direct=[q for q in questions if not q.is_randomized],
+        ballots=ballot_plans(questions, counts, margin),
     )
+
+
+#: The guess a split ballot's non-compliance plan is made at (the build page states it): 20% honest
+#: carriers, 70% honest non-carriers, and γ = 10% who say "no" whatever happens.
+NONCOMPLIANCE_GUESS = {"pi": 0.2, "beta": 0.7}
+
+
+@dataclass(frozen=True)
+class BallotPlan:
+    """What one split ballot needs: respondents in all (across its arms, at their chances) for
+    randomized minus direct, and for the share who do not comply, to reach the survey's target margin."""
+
+    name: str
+    arms: list[str]
+    #: The randomized and the direct arm compared, and the respondents that needs (None: no such pair).
+    difference: tuple[str, str] | None = None
+    difference_needed: int | None = None
+    #: The two arms the non-compliance models would be fitted on, and the respondents that needs.
+    noncompliance: tuple[str, str] | None = None
+    noncompliance_needed: int | None = None
+
+
+def ballot_plans(questions: list[Question], counts: dict[int, int], margin: float) -> list[BallotPlan]:
+    """Each split ballot's plan at the target ``margin`` (the half-width of a 95% interval, large-sample):
+
+    - randomized minus direct, at a true share of 50% in both arms (the worst case):
+      ``N = z² (V_R / s_R + ¼ / s_D) / margin²``, where ``V_R`` is the randomized arm's variance per
+      respondent (:func:`~survey.privacy.planning.per_respondent_variance`) and ``s`` each arm's chance;
+    - the share γ who say "no" whatever happens, under the cheating detection model at
+      :data:`NONCOMPLIANCE_GUESS` (:func:`~survey.privacy.noncompliance.noncompliance_sample_size`,
+      with the two arms' chances), divided by the two arms' share of the ballot.
+    """
+    z = float(stats.norm.ppf(0.5 + PLANNING_LEVEL / 2))
+    by_key = {q.key: q for q in questions}
+    plans = []
+    for group in groups_of(questions):
+        total = math.fsum(a.share for a in group.arms)
+        share = {a.key: a.share / total for a in group.arms}
+        arms = [by_key[a.key] for a in group.arms]
+        mechanisms = {
+            q.key: _planning_mechanism(q, counts.get(q.id, 2)) for q in arms if q.is_randomized_option and q.design
+        }
+        plan = BallotPlan(group.name, [q.key for q in arms])
+        randomized = [q for q in arms if q.key in mechanisms]
+        direct = [q for q in arms if not q.is_randomized and q.kind_entry.has_options]
+        if randomized and direct:
+            r, d = randomized[0], direct[0]
+            variance = per_respondent_variance(mechanisms[r.key], PLANNING_SHARE) / share[r.key]
+            variance += PLANNING_SHARE * (1 - PLANNING_SHARE) / share[d.key]
+            plan = dataclasses.replace(
+                plan, difference=(r.key, d.key), difference_needed=math.ceil(z * z * variance / margin**2)
+            )
+        forced = [(q, forced_yes(q, mechanisms.get(q.key))) for q in randomized]
+        usable = [(q, p) for q, p in forced if p is not None]
+        pair = next(((x, y) for i, x in enumerate(usable) for y in usable[i + 1 :] if abs(x[1] - y[1]) > 1e-9), None)
+        if pair is not None:
+            (a, pa), (b, pb) = pair
+            both = share[a.key] + share[b.key]
+            needed = noncompliance_sample_size(
+                "CDM", [pa, pb], NONCOMPLIANCE_GUESS, margin, "gamma", shares=[share[a.key], share[b.key]]
+            )
+            plan = dataclasses.replace(
+                plan, noncompliance=(a.key, b.key), noncompliance_needed=math.ceil(needed / both)
+            )
+        plans.append(plan)
+    return plans
 
 
 def number_cost(question: Question, n: int) -> QuestionCost:
@@ -263,9 +336,11 @@ def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None
     without rebuilding any mechanism: for pages that show the total but nothing else of the designs.
     ``questions`` are the survey's, when they have been read already (with their designs)."""
     return total_epsilon(
-        math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon
-        for q in (survey.questions if questions is None else questions)
-        if q.is_randomized
+        composed(
+            (q.arm_group, math.inf if q.design is None or q.design.epsilon is None else q.design.epsilon)
+            for q in (survey.questions if questions is None else questions)
+            if q.is_randomized
+        )
     )
 
 
@@ -275,15 +350,15 @@ def survey_epsilons(session: Session, surveys: list[Survey]) -> dict[int, float]
     if not surveys:
         return {}
     rows = session.execute(
-        select(Question.survey_id, Design.epsilon)
+        select(Question.survey_id, Question.arm_group, Design.epsilon)
         .join(Design, Design.question_id == Question.id)
         .where(Question.survey_id.in_([s.id for s in surveys]))
         .order_by(Question.survey_id, Question.position)
     )
-    found: dict[int, list[float]] = {s.id: [] for s in surveys}
-    for survey_id, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
-        found[survey_id].append(math.inf if epsilon is None else epsilon)
-    return {survey_id: total_epsilon(values) for survey_id, values in found.items()}
+    found: dict[int, list[tuple[str | None, float]]] = {s.id: [] for s in surveys}
+    for survey_id, group, epsilon in rows:  # summed in question order, as Survey.total_epsilon does
+        found[survey_id].append((group, math.inf if epsilon is None else epsilon))
+    return {survey_id: total_epsilon(composed(values)) for survey_id, values in found.items()}
 
 
 def question_planning(survey: Survey, question: Question) -> dict[str, Any]:

@@ -113,7 +113,21 @@ def _copy_question(source: Question, target: Question) -> None:
     the old row is deleted, and the unique constraints on (survey, key), (question, code) and the
     design's question would refuse the flush.
     """
-    names = ("key", "kind", "text", "help_text", "required", "decline", "simulated_truth", "minimum", "maximum", "bins")
+    names = (
+        "key",
+        "kind",
+        "text",
+        "help_text",
+        "required",
+        "decline",
+        "simulated_truth",
+        "minimum",
+        "maximum",
+        "bins",
+        "arm_group",
+        "arm_share",
+        "own_coin",
+    )
     for name in names:
         setattr(target, name, getattr(source, name))
     labels = source.labels

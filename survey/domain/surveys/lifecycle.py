@@ -33,8 +33,9 @@ from survey.domain.accounts.sharing import copy_team
 from survey.domain.errors import Conflict, DomainError, Forbidden
 from survey.domain.models import ACCESS_MODES, Survey, User
 from survey.domain.responses.tallies import submission_count
+from survey.domain.surveys.arms import check_groups
 from survey.domain.surveys.content_translations import missing
-from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
+from survey.domain.surveys.specs import create_survey_from_spec, question_place, survey_to_spec
 from survey.domain.validation import parse_json, within_cap
 
 SLUG = ("slug",)
@@ -50,6 +51,10 @@ def publish_refusals(survey: Survey) -> list[Conflict]:
     problems = []
     if not survey.questions:
         problems.append(Conflict("survey.publish_no_questions"))
+    try:
+        check_groups(survey.questions, question_place)
+    except DomainError as error:
+        problems.append(Conflict("survey.publish_split_ballot", reason=str(error)))
     total = survey.total_epsilon()
     if not within_cap(total, survey.epsilon_cap):
         shown = "∞" if math.isinf(total) else f"{total:.2f}"

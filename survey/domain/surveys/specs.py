@@ -27,6 +27,7 @@ from survey.domain.errors import DomainError
 from survey.domain.messages import message
 from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
 from survey.domain.surveys import content_translations
+from survey.domain.surveys.arms import check_groups, parse_arm
 from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
 from survey.domain.surveys.planning import (
     EPSILON_CAP_RULE,
@@ -40,6 +41,7 @@ from survey.privacy import Mechanism
 from survey.privacy.designs import DESIGNS, designs_for
 from survey.privacy.mechanisms import ParameterError
 from survey.privacy.number_bins import check_edges
+from survey.privacy.physical import physical_procedure
 
 SURVEY_FIELDS = {
     "title",
@@ -72,6 +74,7 @@ QUESTION_FIELDS = {
     "maximum",
     "bins",
     "decline",
+    "arm",
 }
 #: The widest range a number question may have (the answers table holds 32-bit integers).
 NUMBER_LIMIT = 1_000_000_000
@@ -84,7 +87,7 @@ SURVEY = Place((), message("place.survey"))
 #: A question's privacy object on its own (the builder's preview): paths from "privacy", no words.
 ALONE = Place()
 #: Flags the spec's privacy object may hold besides the design's own parameters.
-PRIVACY_FLAGS = {"design", "allow_one_sided"}
+PRIVACY_FLAGS = {"design", "allow_one_sided", "own_coin"}
 
 
 def _unknown(fields: Mapping[str, Any], allowed: set[str] | frozenset[str], place: Place, *within: str) -> None:
@@ -202,9 +205,12 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
     if decline and not entry.randomized:
         raise place.error("spec.decline_not_randomized", "decline", kind=kind)
 
+    arm = parse_arm(raw.get("arm"), place)
+
     if entry.ranged:
         question = _ranged_question(raw, place, index, entry, key, text, help_text, required)
         question.decline = decline
+        question.arm_group, question.arm_share = arm or (None, None)
         return question
     for field in ("minimum", "maximum", "bins"):
         if field in raw:
@@ -229,14 +235,18 @@ def question_from_spec(raw: Any, index: int, seen_keys: set[str]) -> Question:
         help_text=help_text,
         required=required,
         decline=decline,
+        own_coin=False,
         options=[Option(code=code, label=label) for code, label in enumerate(labels)],
     )
+    question.arm_group, question.arm_share = arm or (None, None)
     if not entry.randomized:
         if raw.get("privacy") is not None:
             raise place.error("spec.privacy_not_randomized", "privacy", kind=kind)
     else:
         privacy = raw.get("privacy")
-        question.design = Design.from_mechanism(build_mechanism(kind, labels, privacy, place), dict(privacy))
+        mechanism = build_mechanism(kind, labels, privacy, place)
+        question.design = Design.from_mechanism(mechanism, dict(privacy))
+        question.own_coin = _own_coin(privacy, mechanism, place)
 
     truth = raw.get("simulated_truth")
     if truth is not None:
@@ -299,6 +309,17 @@ def number_bins(raw: Any, low: float, high: float, place: Place = ALONE) -> list
     return [int(e) if e.is_integer() else e for e in edges]
 
 
+def _own_coin(privacy: Mapping[str, Any], mechanism: Mechanism, place: Place) -> bool:
+    """Whether the respondent randomizes by hand (``"own_coin": true``), which only a forced response
+    whose chances two coins or a die can make allows (:func:`survey.privacy.physical.physical_procedure`)."""
+    own = privacy.get("own_coin", False)
+    if not isinstance(own, bool):
+        raise place.error("spec.not_boolean", "privacy", "own_coin")
+    if own and (DESIGNS[mechanism.design].combined or physical_procedure(mechanism) is None):
+        raise place.error("spec.own_coin_impossible", "privacy", "own_coin", design=mechanism.design)
+    return own
+
+
 def _ranged_question(
     raw: Mapping[str, Any], place: Place, index: int, kind: Kind, key: str, text: str, help_text: str, required: bool
 ) -> Question:
@@ -320,11 +341,14 @@ def _ranged_question(
         minimum=low,
         maximum=high,
         bins=number_bins(raw.get("bins"), low, high, place),
+        own_coin=False,
         options=[],
     )
     if kind.randomized:
         privacy = raw.get("privacy")
         mechanism = build_mechanism(kind.id, [], privacy, place, bounds=(low, high))
+        if isinstance(privacy, Mapping) and privacy.get("own_coin"):
+            raise place.error("spec.own_coin_impossible", "privacy", "own_coin", design=mechanism.design)
         question.design = Design.from_mechanism(mechanism, dict(privacy))
     return question
 
@@ -374,6 +398,7 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
     planning = parse_planning(spec)
     seen: set[str] = set()
     questions = [question_from_spec(raw, i, seen) for i, raw in enumerate(raw_questions)]
+    check_groups(questions, question_place)
     slug = spec.get("slug")
     if slug is not None:
         if not validation.is_slug(slug):
@@ -431,6 +456,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
     item["required"] = question.required
     if question.decline:
         item["decline"] = True
+    if question.arm_group is not None:
+        item["arm"] = {"group": question.arm_group, "share": question.arm_share}
     entry = question.kind_entry
     if entry.ranged:
         item["minimum"], item["maximum"] = question.minimum, question.maximum
@@ -446,6 +473,8 @@ def question_to_spec(question: Question) -> dict[str, Any]:
         }
         if question.design.epsilon is None:
             item["privacy"]["allow_one_sided"] = True
+        if question.own_coin:
+            item["privacy"]["own_coin"] = True
     return item
 
 

@@ -14,11 +14,21 @@ from survey.domain.messages import N_
 from survey.privacy import Mechanism, Randomizer, mechanism_posterior_bounds, posterior_bounds
 from survey.privacy.deniability import highest_posterior, odds_bound, report_odds
 from survey.privacy.designs import DESIGNS
+from survey.privacy.physical import COINS, DIE, Procedure
 
 #: What turns one of this module's English templates into the reader's language before it is filled:
 #: the web layer installs gettext here (survey/web/languages.py); the domain alone, a script or a
 #: test without a request, keeps the English.
 translate: Callable[[str], str] = str
+
+
+#: How a list of alternatives reads ("1, 2 or 3"): the web layer installs the reader's language's
+#: (CLDR's "or" pattern, through Babel); English otherwise.
+def _english_or_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+or_list: Callable[[list[str]], str] = _english_or_list
 
 
 def percent(x: float) -> str:
@@ -147,6 +157,49 @@ COMBINED_INSTRUCTIONS = {
         "both answers are “no”."
     ),
 }
+
+
+#: Randomizing by hand (survey.privacy.physical): how to toss or roll, then one rule per outcome group.
+OWN_COIN_DEVICE = {
+    COINS: N_("Toss two coins (or one coin twice) where no one can see them, and count the heads."),
+    DIE: N_("Roll a die where no one can see it."),
+}
+OWN_COIN_TRUTH = N_("{outcomes}: give your true answer.")
+OWN_COIN_FORCED = N_("{outcomes}: answer “{label}”, whatever the truth.")
+#: Two coins' outcomes, by the number of heads.
+HEADS = (N_("No heads"), N_("One head"), N_("Two heads"))
+
+
+def _outcomes(device: str, outcomes: tuple[int, ...]) -> str:
+    if device == COINS:
+        names = [translate(HEADS[h]) for h in outcomes]
+        return or_list([names[0], *(n[:1].lower() + n[1:] for n in names[1:])])
+    return or_list([str(face) for face in outcomes])
+
+
+OWN_COIN_WORDS = N_(
+    "You randomize with your own coins or die, as the question says: what you then answer is sent as it is, "
+    "and it could have come from any true answer."
+)
+
+
+def own_coin_description() -> str:
+    """What randomizing by hand does, in the words of the panel under the question."""
+    return translate(OWN_COIN_WORDS)
+
+
+def own_coin_instruction(procedure: Procedure, labels: list[str]) -> str:
+    """What a respondent who randomizes with their own coins or die does, in a few short sentences:
+    the device, then one rule per group of outcomes (the truth, or an option whatever the truth)."""
+    sentences = [translate(OWN_COIN_DEVICE[procedure.device])]
+    for code, outcomes in enumerate(procedure.forced):
+        if outcomes:
+            label = labels[code]
+            sentences.append(
+                translate(OWN_COIN_FORCED).format(outcomes=_outcomes(procedure.device, outcomes), label=label)
+            )
+    sentences.append(translate(OWN_COIN_TRUTH).format(outcomes=_outcomes(procedure.device, procedure.truth)))
+    return " ".join(sentences)
 
 
 def combined_instruction(mechanism: Mechanism, unrelated: str | None = None) -> str:

@@ -114,6 +114,18 @@ SCHEMAS: dict[str, Any] = {
                 )
             ),
             "total_epsilon": NUMBER_OR_NULL,
+            "split_ballots": _array(
+                _object(
+                    {"group": STRING, "arms": _array(_object({"key": STRING, "share": NUMBER, "n": INTEGER}))},
+                    {
+                        "randomized_minus_direct": _array({"type": "object"}),
+                        "noncompliance": {"type": ["object", "null"]},
+                        "notes": _array(STRING),
+                    },
+                    description="One question asked in several ways (arms), each respondent assigned one by "
+                    "chance: randomized minus direct, and the non-compliance models fitted on two arms.",
+                )
+            ),
         }
     ),
     "Live": _object(

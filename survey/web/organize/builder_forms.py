@@ -201,6 +201,9 @@ class QuestionForm(BuilderForm):
     set_by = RadioField("Set the privacy level by", default=EPSILON.name, validate_choice=False)
     epsilon = StringField("ε (epsilon)", default="1")
     allow_one_sided = BooleanField("Allow one-sided protection (ε = ∞)")
+    own_coin = BooleanField("Respondents randomize with their own coins or die", default=False)
+    arm_group = StringField("Split ballot (optional)", default="")
+    arm_share = StringField("Chance of being asked this way", default="0.5")
 
     #: The privacy inputs, from the registry (set by :meth:`build`).
     inputs: list[ParameterInput]
@@ -239,6 +242,9 @@ class QuestionForm(BuilderForm):
             "decline": question.decline,
             "options": "\n".join(question.labels) if question.kind_entry.options == LISTED else "",
             "allow_one_sided": False,
+            "own_coin": bool(question.own_coin),
+            "arm_group": question.arm_group or "",
+            "arm_share": _exact(question.arm_share) if question.arm_share is not None else "0.5",
         }
         if question.is_number:
             data["minimum"], data["maximum"] = str(question.minimum), str(question.maximum)
@@ -331,6 +337,9 @@ class QuestionForm(BuilderForm):
             raw["options"] = self.option_labels()
         if entry is not None and entry.randomized and self.decline.data:
             raw["decline"] = True
+        group = (self.arm_group.data or "").strip()
+        if group:
+            raw["arm"] = {"group": group, "share": loose_number(self.arm_share.data)}
         if entry is not None and entry.randomized:
             if entry.options == LISTED and self._k() < 2:
                 raw["privacy"] = {"design": self.design.data}  # the spec says what is wrong: the options
@@ -345,6 +354,8 @@ class QuestionForm(BuilderForm):
                     k=self._k(),
                     allow_one_sided=bool(self.allow_one_sided.data),
                 )
+                if self.own_coin.data:
+                    raw["privacy"]["own_coin"] = True
         return raw
 
     def preview_params(self, n: int, margin: float) -> dict[str, Any]:
@@ -377,6 +388,10 @@ class QuestionForm(BuilderForm):
             ("bins",): "bins",
             ("privacy", "design"): "design",
             ("privacy", "allow_one_sided"): "allow_one_sided",
+            ("privacy", "own_coin"): "own_coin",
+            ("arm",): "arm_group",
+            ("arm", "group"): "arm_group",
+            ("arm", "share"): "arm_share",
         }
 
     def field_for(self, path: Path) -> str | None:

@@ -9,6 +9,7 @@ server about ε; nothing here assumes the mechanism is a matrix.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -24,11 +25,14 @@ from survey.domain.surveys.wording import (
     deniability_line,
     describe_design,
     epsilon_text,
+    own_coin_description,
+    own_coin_instruction,
     sent_sentence,
     total_deniability_sentence,
 )
 from survey.privacy import Mechanism, Randomizer
 from survey.privacy.designs import DESIGNS
+from survey.privacy.physical import physical_procedure
 
 #: How the respondent's page draws each report (SECURITY.md, section 2). MEMOIZED: from an HMAC of a
 #: secret this browser keeps, so the same browser sending the same answer again repeats its report.
@@ -67,12 +71,29 @@ class QuestionView:
         return design is not None and design.combined
 
     @property
+    def own_coin(self) -> bool:
+        """Whether the respondent randomizes with their own coins or die (survey.privacy.physical): the
+        page draws nothing, and the answer given, already the report, is posted as it is."""
+        return bool(self.question.own_coin) and isinstance(self.mechanism, Mechanism)
+
+    @property
+    def by_hand(self) -> bool:
+        """Whether the page draws nothing for it (a combined question, or randomized with one's own
+        coins): its answers are named inputs posted as they are."""
+        return self.combined or self.own_coin
+
+    @property
     def instruction(self) -> str:
-        """How to answer the combined question, in one line (empty for any other question)."""
-        if not self.combined:
-            return ""
-        # a survey read in another language (content_translations) gives its own unrelated question
-        return combined_instruction(self.mechanism, getattr(self.question, "unrelated_question", None))
+        """How to answer the combined question, or how to toss or roll for it, in a few short
+        sentences (empty for any other question)."""
+        if self.combined:
+            # a survey read in another language (content_translations) gives its own unrelated question
+            return combined_instruction(self.mechanism, getattr(self.question, "unrelated_question", None))
+        if self.own_coin:
+            procedure = physical_procedure(self.mechanism)
+            assert procedure is not None  # the spec refuses own coins for any other design
+            return own_coin_instruction(procedure, [option_label(label) for _, label in self.options])
+        return ""
 
     @property
     def one_sided(self) -> bool:
@@ -80,6 +101,8 @@ class QuestionView:
 
     @property
     def description(self) -> str:
+        if self.own_coin:
+            return own_coin_description()
         return describe_design(self.mechanism) if self.mechanism else ""
 
     @property
@@ -96,6 +119,12 @@ class QuestionView:
     @property
     def kind(self) -> Kind:
         return self.question.kind_entry
+
+    @property
+    def arm_group(self) -> str | None:
+        """The split ballot it is an arm of (survey.domain.surveys.arms): the page shows one arm of a
+        group, drawn by respond.js with the arms' shares, and hides and disables the others."""
+        return self.question.arm_group
 
     @property
     def template(self) -> str:
@@ -164,8 +193,14 @@ class SurveyPage:
 
     @property
     def drawn(self) -> list[QuestionView]:
-        """The questions whose report the browser draws at random (all randomized ones but the combined)."""
-        return [q for q in self.questions if q.randomized and not q.combined]
+        """The questions whose report the browser draws at random (all randomized ones but the combined
+        and those randomized with the respondent's own coins)."""
+        return [q for q in self.questions if q.randomized and not q.by_hand]
+
+    @property
+    def own_coins(self) -> list[QuestionView]:
+        """The questions the respondent randomizes with their own coins or die: nothing is drawn."""
+        return [q for q in self.questions if q.own_coin]
 
     @property
     def combined(self) -> list[QuestionView]:
@@ -183,8 +218,39 @@ class SurveyPage:
         return [q for q in self.questions if not q.randomized]
 
     def number(self, view: QuestionView) -> int:
-        """The question's number as the page shows it (from 1)."""
-        return self.questions.index(view) + 1
+        """The question's number as the page shows it (from 1): the arms of a split ballot share one,
+        since a respondent sees one of them."""
+        return self._numbers[self.questions.index(view)]
+
+    @functools.cached_property
+    def _numbers(self) -> list[int]:
+        numbers: list[int] = []
+        previous: str | None = None
+        for q in self.questions:
+            same = q.arm_group is not None and q.arm_group == previous
+            numbers.append(numbers[-1] if same else (numbers[-1] if numbers else 0) + 1)
+            previous = q.arm_group
+        return numbers
+
+    @property
+    def splits(self) -> list[tuple[int, int]]:
+        """(number, how many ways) of each split ballot, in page order: the summary says that such a
+        question is asked one way of several, chosen at random, and the way shown says how it is protected."""
+        counts: dict[str, int] = {}
+        for q in self.questions:
+            if q.arm_group is not None:
+                counts[q.arm_group] = counts.get(q.arm_group, 0) + 1
+        firsts = {q.arm_group: q for q in reversed(self.questions) if q.arm_group is not None}
+        return sorted((self.number(firsts[group]), k) for group, k in counts.items())
+
+    @property
+    def questions_shown(self) -> int:
+        """How many questions a respondent answers: a split ballot is one."""
+        return self._numbers[-1] if self.questions else 0
+
+    def outside_splits(self, views: list[QuestionView]) -> list[QuestionView]:
+        """``views`` without the arms of split ballots (which the summary describes on their own)."""
+        return [q for q in views if q.arm_group is None]
 
 
 @dataclass

@@ -48,6 +48,7 @@ from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
 from survey.domain.results.number_analysis import NumberComparison, NumberRegression, compare_number, number_regression
 from survey.domain.results.rscript import r_script
+from survey.domain.results.split_ballots import SplitBallot, split_ballot_by, split_ballots
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
 from survey.domain.surveys.content_translations import FIRST, languages_of
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
@@ -262,7 +263,32 @@ def survey(slug: str):
         page=index + 1,
         page_of={q.key: i + 1 for i, page in enumerate(pages) for q in page},
         matrix_shown=MATRIX_SHOWN,
+        ballots=_split_ballots(survey, counts) if index == 0 else [],
+        design_name=design_name,
+        **(_ballot_breakdown(survey) if index == 0 else {}),
     )
+
+
+def _split_ballots(survey: Survey, counts: Any) -> list[SplitBallot]:
+    """The survey's split ballots, analysed from their arms' tallies (the first page of results shows them)."""
+    arms = [q for q in survey.questions if q.arm_group is not None]
+    if not arms:
+        return []
+    return split_ballots(arms, survey_results(db.session, survey, counts, arms), LEVEL)
+
+
+def _ballot_breakdown(survey: Survey) -> dict[str, Any]:
+    """What the split ballots' "break down by" forms offer (direct questions with options, outside any
+    ballot) and, for ``?ballot=<name>&by=<key>``, that ballot's analyses per group of that question."""
+    if not any(q.arm_group is not None for q in survey.questions):
+        return {}
+    offered = [q for q in survey.questions if not q.is_randomized and q.kind_entry.has_options and not q.arm_group]
+    found: dict[str, Any] = {"ballot_by_options": offered}
+    name, key = request.args.get("ballot"), request.args.get("by")
+    by = next((q for q in offered if q.key == key), None)
+    if name and by is not None:
+        found["ballot_by"] = (name, by, split_ballot_by(db.session, survey.questions, name, by, LEVEL))
+    return found
 
 
 #: The media types of the labelled microdata (as IANA and the formats' makers name them).

@@ -1,7 +1,7 @@
 """A survey's own texts in more languages than its first: ``survey_translations``.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0022
+Revises: 0021
 
 One row per survey, language and text (``path``: "title", "q:<key>:text", "q:<key>:option:<code>",
 ...; survey.domain.surveys.content_translations), holding the organizer's translation and the
@@ -12,8 +12,8 @@ made before it have none: they stay in English. Nothing about a respondent's lan
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0020"
+revision = "0022"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
