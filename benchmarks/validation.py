@@ -1,7 +1,13 @@
-"""Non-compliance models over simulated two-arm surveys: coverage of their 95% intervals, and bias.
+"""Split ballots over simulated two-arm surveys: coverage of their 95% intervals, and bias.
 
 Written to ``validation.md`` beside this file. For n ∈ {300, 1000, 5000} respondents (split evenly
 between two arms) and compliance from 0.6 to 1.0, ``--surveys`` simulated surveys per cell:
+
+- **Randomized minus direct** (a direct arm beside a coin flip at 0.5 and 0.5, the validation
+  demo's ballot): a prevalence of 0.3; asked directly, a carrier admits it with the chance c (the
+  compliance), so the direct arm's share is ``0.3·c`` and the difference the randomized arm finds
+  is ``0.3·(1 − c)``; the MOVER interval (``survey.privacy.arms``) is checked for covering it, and
+  the direct arm's share, a one-arm survey's naive estimate, is biased by ``−0.3·(1 − c)``.
 
 - **Cheating detection model** (arms prompting "yes" with p = 0.2 and 0.7): a prevalence of 0.3
   among compliant respondents; the honest carriers ``π = 0.3·c``, honest non-carriers
@@ -32,6 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from survey.privacy import CoinFlip
+from survey.privacy.arms import randomized_minus_direct
 from survey.privacy.noncompliance import cheating_detection, stochastic_lie_detector
 
 SIZES = (300, 1000, 5000)
@@ -62,9 +70,38 @@ def _naive(model: str, yes: int, n: int) -> float:
     return (rate - (1 - SLD_P[0])) / SLD_P[0]  # SLD with t = 1: P(yes) = π + (1 − π)(1 − p)
 
 
+#: The randomized arm of the "more is better" ballot, and its chance of reporting "yes".
+DIFF_DESIGN = CoinFlip(0.5, 0.5)
+
+
+def _difference_cell(n: int, compliance: float, surveys: int, rng: np.random.Generator) -> dict:
+    arms = np.array([n // 2, n - n // 2])
+    reported = float(DIFF_DESIGN.matrix[0] @ np.array([PREVALENCE, 1 - PREVALENCE]))
+    truth = PREVALENCE * (1 - compliance)
+    hits, difference, randomized, direct = 0, 0.0, 0.0, 0.0
+    for _ in range(surveys):
+        yes_r, yes_d = rng.binomial(arms, [reported, PREVALENCE * compliance])
+        result = randomized_minus_direct(DIFF_DESIGN, [yes_r, arms[0] - yes_r], int(yes_d), int(arms[1]))
+        hits += result.low <= truth <= result.high
+        difference += result.difference
+        randomized += result.randomized
+        direct += result.direct
+    return {
+        "model": "DIFF",
+        "n": n,
+        "compliance": compliance,
+        "coverage": {"difference": hits / surveys},
+        "bias": {"difference": difference / surveys - truth, "randomized": randomized / surveys - PREVALENCE},
+        "naive_bias": direct / surveys - PREVALENCE,
+        "model_prevalence_bias": randomized / surveys - PREVALENCE,
+    }
+
+
 def _cell(job: tuple[str, int, float, int, int]) -> dict:
     model, n, compliance, surveys, seed = job
     rng = np.random.default_rng(seed)
+    if model == "DIFF":
+        return _difference_cell(n, compliance, surveys, rng)
     truth = _truth(model, compliance)
     rates = _yes_rates(model, truth)
     arms = np.array([n // 2, n - n // 2])
@@ -104,7 +141,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     jobs, seed = [], 20261128
-    for model in ("CDM", "SLD"):
+    for model in ("DIFF", "CDM", "SLD"):
         for n in SIZES:
             for compliance in COMPLIANCE:
                 jobs.append((model, n, compliance, args.surveys, seed := seed + 1))
@@ -114,7 +151,7 @@ def main() -> None:
     error = 2 * math.sqrt(0.95 * 0.05 / args.surveys)
     lowest = min(min(r["coverage"].values()) for r in results)
     lines = [
-        "# Non-compliance models: coverage of their 95% intervals over simulated two-arm surveys",
+        "# Split ballots: coverage of their 95% intervals over simulated two-arm surveys",
         "",
         f"{args.surveys:,} simulated surveys per cell (coverage ± {error:.4f}, two standard errors at 0.95), "
         f"two equal arms. Produced by `benchmarks/validation.py` in {seconds / 60:.1f} min "
@@ -124,6 +161,21 @@ def main() -> None:
         "|---|---|---|",
         f"| every parameter's interval covers in ≥ {TARGET} of surveys, every cell | lowest {lowest:.3f} | "
         f"{'yes' if lowest >= TARGET else 'NO'} |",
+        "",
+        "## Randomized minus direct (coin flip 0.5, 0.5 beside a direct arm; prevalence 0.3)",
+        "",
+        "Compliance c: the chance that a carrier asked directly admits it (the true difference is 0.3·(1 − c)).",
+        "",
+        "| n | compliance | difference coverage | bias of the difference | bias of the randomized arm | "
+        "naive (direct arm) bias |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in (r for r in results if r["model"] == "DIFF"):
+        lines.append(
+            f"| {r['n']:,} | {r['compliance']:.1f} | {r['coverage']['difference']:.3f} | "
+            f"{r['bias']['difference']:+.4f} | {r['bias']['randomized']:+.4f} | {r['naive_bias']:+.4f} |"
+        )
+    lines += [
         "",
         "## Cheating detection model (p = 0.2, 0.7; prevalence 0.3 among the compliant)",
         "",

@@ -217,3 +217,69 @@ EVERY_DESIGN_QUESTIONS = [
         "privacy": {"design": "hybrid", "epsilon": 1.0},
     },
 ]
+
+
+#: Two split ballots (tests/test_split_ballots*.py): asked directly or through Warner's design ("more is
+#: better"), and two coin flips whose second coin always says "yes", with forced-"yes" chances 0.3 and
+#: 0.6 (the cheating detection model's design); and one ordinary question between them.
+SPLIT_SPEC = {
+    "title": "Split ballots",
+    "slug": "split",
+    "questions": [
+        {
+            "key": "drugs_direct",
+            "kind": "direct",
+            "text": "Have you used drugs?",
+            "options": ["yes", "no"],
+            "required": False,
+            "arm": {"group": "drugs", "share": 0.5},
+        },
+        {
+            "key": "drugs_rr",
+            "kind": "yes_no",
+            "text": "Have you used drugs?",
+            "required": False,
+            "privacy": {"design": "warner", "p": 0.75},
+            "arm": {"group": "drugs", "share": 0.5},
+        },
+        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
+        {
+            "key": "cheat_a",
+            "kind": "yes_no",
+            "text": "Have you cheated?",
+            "required": False,
+            "privacy": {"design": "coin_flip", "truth_probability": 0.7, "yes_probability": 1, "allow_one_sided": True},
+            "arm": {"group": "cheating", "share": 0.4},
+        },
+        {
+            "key": "cheat_b",
+            "kind": "yes_no",
+            "text": "Have you cheated?",
+            "required": False,
+            "privacy": {"design": "coin_flip", "truth_probability": 0.4, "yes_probability": 1, "allow_one_sided": True},
+            "arm": {"group": "cheating", "share": 0.6},
+        },
+    ],
+}
+
+#: Randomized with the respondent's own coins or die (tests/test_own_coin*.py).
+OWN_COIN_SPEC = {
+    "title": "By hand",
+    "slug": "by-hand",
+    "questions": [
+        {
+            "key": "cheated",
+            "kind": "yes_no",
+            "text": "Have you cheated in an exam?",
+            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5, "own_coin": True},
+        },
+        {
+            "key": "mood",
+            "kind": "choice",
+            "text": "Which is most often true?",
+            "options": ["calm", "anxious", "angry"],
+            "privacy": {"design": "forced_response", "forced": [1 / 6, 1 / 6, 1 / 6], "own_coin": True},
+        },
+        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
+    ],
+}

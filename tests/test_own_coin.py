@@ -25,28 +25,8 @@ from survey.privacy import CoinFlip, Warner
 from survey.privacy.designs import DESIGNS
 from survey.privacy.physical import COIN_OUTCOMES, COINS, DIE, physical_procedure
 
+from .surveys import OWN_COIN_SPEC as SPEC
 from .surveys import add_survey, stored, text
-
-SPEC = {
-    "title": "By hand",
-    "slug": "by-hand",
-    "questions": [
-        {
-            "key": "cheated",
-            "kind": "yes_no",
-            "text": "Have you cheated in an exam?",
-            "privacy": {"design": "coin_flip", "truth_probability": 0.5, "yes_probability": 0.5, "own_coin": True},
-        },
-        {
-            "key": "mood",
-            "kind": "choice",
-            "text": "Which is most often true?",
-            "options": ["calm", "anxious", "angry"],
-            "privacy": {"design": "forced_response", "forced": [1 / 6, 1 / 6, 1 / 6], "own_coin": True},
-        },
-        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
-    ],
-}
 
 
 def _matrix_of(procedure, k: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 from survey.domain.surveys.specs import create_survey_from_spec
 
 from .live import live_site
-from .test_own_coin import SPEC
+from .surveys import OWN_COIN_SPEC as SPEC
 
 
 @pytest.fixture(scope="module")

@@ -31,51 +31,10 @@ from survey.privacy import Warner
 from survey.privacy.arms import randomized_minus_direct
 from survey.privacy.noncompliance import cheating_detection, stochastic_lie_detector
 
-from .surveys import add_survey, stored, text
+from .surveys import SPLIT_SPEC, add_survey, stored, text
 
 YES_NO = ["yes", "no"]
-#: Two split ballots: asked directly or through Warner's design ("more is better"), and two coin flips
-#: whose second coin always says "yes", with forced-"yes" chances 0.3 and 0.6 (the cheating detection
-#: model's design); and one ordinary question between them.
-SPEC = {
-    "title": "Split ballots",
-    "slug": "split",
-    "questions": [
-        {
-            "key": "drugs_direct",
-            "kind": "direct",
-            "text": "Have you used drugs?",
-            "options": YES_NO,
-            "required": False,
-            "arm": {"group": "drugs", "share": 0.5},
-        },
-        {
-            "key": "drugs_rr",
-            "kind": "yes_no",
-            "text": "Have you used drugs?",
-            "required": False,
-            "privacy": {"design": "warner", "p": 0.75},
-            "arm": {"group": "drugs", "share": 0.5},
-        },
-        {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
-        {
-            "key": "cheat_a",
-            "kind": "yes_no",
-            "text": "Have you cheated?",
-            "required": False,
-            "privacy": {"design": "coin_flip", "truth_probability": 0.7, "yes_probability": 1, "allow_one_sided": True},
-            "arm": {"group": "cheating", "share": 0.4},
-        },
-        {
-            "key": "cheat_b",
-            "kind": "yes_no",
-            "text": "Have you cheated?",
-            "required": False,
-            "privacy": {"design": "coin_flip", "truth_probability": 0.4, "yes_probability": 1, "allow_one_sided": True},
-            "arm": {"group": "cheating", "share": 0.6},
-        },
-    ],
-}
+SPEC = SPLIT_SPEC
 
 
 def _spec(**changes) -> dict:
@@ -313,6 +272,14 @@ def test_the_arms_tallies_give_randomized_minus_direct_and_the_noncompliance_mod
         for name, interval in sld.intervals.items():
             assert cheating.lie_detector.intervals[name] == pytest.approx(interval)
 
+        from survey.domain.results.exports import codebook
+
+        book = codebook(survey)
+        assert [q["arm"] for q in book["questions"]][:3] == [
+            {"group": "drugs", "share": 0.5},
+            {"group": "drugs", "share": 0.5},
+            None,
+        ]
         document = estimates_document(db.session, survey)
         assert [b["group"] for b in document["split_ballots"]] == ["drugs", "cheating"]
         fitted = document["split_ballots"][1]["noncompliance"]["cheating_detection"]["parameters"]

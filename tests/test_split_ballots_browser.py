@@ -18,24 +18,26 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.models import Answer, Question
+from survey.domain.surveys.demo import ensure_demo_user
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 
 from .live import live_site
-from .pages import STORAGE_KEY, reference_report
-from .test_split_ballots import SPEC
+from .pages import DEMO, STORAGE_KEY, axe_violations, new_page, reference_report, sign_in
+from .surveys import SPLIT_SPEC as SPEC
 
 BROWSERS = 8
 BALLOTS = {"drugs": ["drugs_direct", "drugs_rr"], "cheating": ["cheat_a", "cheat_b"]}
 SHARES = {"drugs": [0.5, 0.5], "cheating": [0.4, 0.6]}
 
 
+def _setup(session) -> None:
+    create_survey_from_spec(session, SPEC, owner=ensure_demo_user(session))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    with live_site(tmp_path_factory.mktemp("split"), "split-tests", lambda s: create_survey_from_spec(s, SPEC)) as (
-        app,
-        base,
-    ):
+    with live_site(tmp_path_factory.mktemp("split"), "split-tests", _setup) as (app, base):
         yield app, base
 
 
@@ -103,3 +105,16 @@ def _by_submission() -> list[list[Answer]]:
     for a in rows:
         grouped.setdefault(a.submission_id, []).append(a)
     return list(grouped.values())
+
+
+def test_the_results_page_of_split_ballots_fits_a_phone(browser, site):
+    """After the respondents above: the split ballots' tables scroll inside their regions, the page
+    does not scroll sideways at 390 px, and axe-core finds nothing serious."""
+    _app, base = site
+    page = new_page(browser, bypass_csp=True)
+    sign_in(page, base, DEMO)
+    page.goto(f"{base}/surveys/split/results?ballot=drugs&by=age#split-drugs")
+    assert page.locator("#split-ballots").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert axe_violations(page) == []
+    page.context.close()

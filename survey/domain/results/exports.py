@@ -488,7 +488,16 @@ def codebook(survey: Survey) -> dict[str, Any]:
         "coding": CODING_NOTE,
         "variable_names": VARIABLE_NAMES_NOTE,
         "columns": _codebook_columns(survey, names),
-        "questions": [{**_codebook_question(q, names[q.key]), "decline": q.decline} for q in survey.questions],
+        "questions": [
+            {
+                **_codebook_question(q, names[q.key]),
+                "decline": q.decline,
+                # a split ballot's arm: the ballot and the chance of being asked this way (null otherwise)
+                "arm": None if q.arm_group is None else {"group": q.arm_group, "share": q.arm_share},
+                "own_coin": bool(q.own_coin),
+            }
+            for q in survey.questions
+        ],
         "declined": DECLINED_CELLS_NOTE,
         **_epsilon_fields(survey.total_epsilon()),
         "how_to_estimate": HOW_TO_ESTIMATE,
