@@ -38,6 +38,37 @@ SMALL_SPEC = {
         {"key": "age", "kind": "direct", "text": "Age group?", "options": ["young", "old"], "required": False},
     ],
 }
+#: SMALL_SPEC's texts in Spanish and Arabic, as its spec's "translations" (survey.domain.surveys.content_translations).
+SMALL_TRANSLATIONS = {
+    "es": {
+        "title": "Encuesta de prueba",
+        "introduction": "Para las pruebas.",
+        "q:drugs:text": "¿Ha consumido drogas?",
+        "q:mirror:text": "¿Reflejado?",
+        "q:often:text": "¿Con qué frecuencia?",
+        "q:often:option:0": "nunca",
+        "q:often:option:1": "a veces",
+        "q:often:option:2": "a menudo",
+        "q:often:option:3": "siempre",
+        "q:age:text": "¿Grupo de edad?",
+        "q:age:option:0": "joven",
+        "q:age:option:1": "mayor",
+    },
+    "ar": {
+        "title": "استطلاع تجريبي",
+        "introduction": "للاختبارات.",
+        "q:drugs:text": "هل تعاطيت المخدرات؟",
+        "q:mirror:text": "معكوس؟",
+        "q:often:text": "كم مرة؟",
+        "q:often:option:0": "أبدًا",
+        "q:often:option:1": "أحيانًا",
+        "q:often:option:2": "غالبًا",
+        "q:often:option:3": "دائمًا",
+        "q:age:text": "الفئة العمرية؟",
+        "q:age:option:0": "شاب",
+        "q:age:option:1": "كبير",
+    },
+}
 #: One valid answer to SMALL_SPEC (stored codes), as the JSON API takes it ...
 GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
 #: ... and as the respondent's form posts it.

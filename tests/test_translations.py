@@ -9,7 +9,9 @@
 - The survey, privacy, thank-you, closed and invitation pages come in the browser's language
   (Accept-Language) among English, Spanish and Arabic, or the one picked with the switch (?lang=,
   then the cookie ``lang``, which holds the code and nothing else), with ``<html lang dir>``; the
-  organizer's pages stay English; and nothing about the language is stored with the answers.
+  organizer's pages stay English; and nothing about the language is stored with the answers. (The
+  survey here has Spanish and Arabic texts: a survey is offered in its own languages only, which
+  tests/test_content_translations.py checks.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from survey.domain.models import Survey
 from survey.platform.extensions import db
 from survey.platform.translations import LANGUAGES, SOURCE_LANGUAGE, po_path, read_catalog, respondent_catalog
 
-from .surveys import FORM, SMALL_SPEC, add_survey, stored, text
+from .surveys import FORM, SMALL_SPEC, SMALL_TRANSLATIONS, add_survey, stored, text
 
 TRANSLATED = [language for language in LANGUAGES if language != SOURCE_LANGUAGE]
 #: %(name)s (Jinja, gettext) and {name}, {name!r}, {name:,} (str.format, the domain's templates).
@@ -159,7 +161,14 @@ def _html_tag(html: str) -> str:
 
 @pytest.fixture
 def slug(app):
-    return add_survey(app, SMALL_SPEC, owner=None, run_by="Health Study", contact="study@example.org")
+    """SMALL_SPEC in all three languages: a survey's pages are offered in its own languages only
+    (tests/test_content_translations.py: without Spanish texts, a Spanish browser gets English)."""
+    contact = {"run_by": "Health Study", "contact": "study@example.org"}
+    translations = {
+        "es": {**SMALL_TRANSLATIONS["es"], "run_by": "Estudio de Salud", "contact": "study@example.org"},
+        "ar": {**SMALL_TRANSLATIONS["ar"], "run_by": "دراسة الصحة", "contact": "study@example.org"},
+    }
+    return add_survey(app, {**SMALL_SPEC, **contact, "translations": translations}, owner=None)
 
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
@@ -239,7 +248,16 @@ def test_the_language_is_not_stored_with_the_answers(app, client, slug):
     assert stored(app) == (1, len(FORM))
     with app.app_context():
         schema = inspect(db.engine)
-        columns = {c["name"] for table in schema.get_table_names() for c in schema.get_columns(table)}
+        # survey_translations holds the organizer's texts by language (the survey's content), and refers
+        # to nothing but its survey; no other table has a column for a language
+        content = {c["name"] for c in schema.get_columns("survey_translations")}
+        assert content == {"survey_id", "language", "path", "text", "source"}
+        columns = {
+            c["name"]
+            for table in schema.get_table_names()
+            if table != "survey_translations"
+            for c in schema.get_columns(table)
+        }
     assert not {name for name in columns if "lang" in name or "locale" in name}
 
 

@@ -480,6 +480,20 @@ MESSAGES: dict[str, Message] = {
     "survey.publish_no_questions": Message(409, N_("Add at least one question before publishing.")),
     "survey.publish_split_ballot": Message(409, N_("A split ballot cannot be asked as it is: {reason}.")),
     "survey.publish_not_draft": Message(409, N_("Only a draft can be published; this survey is {state}.")),
+    "survey.publish_translation_missing": Message(
+        409,
+        N_("The {language} translation lacks {what}. Translate it on the translations page, or remove the language."),
+    ),
+    "survey.publish_translation_more": Message(
+        409, N_("Texts still to translate or check besides these: {count} (the translations page marks each).")
+    ),
+    "survey.publish_translation_stale": Message(
+        409,
+        N_(
+            "The {language} translation of {what} was made for an earlier English text. Check it on the "
+            "translations page and save it again."
+        ),
+    ),
     "survey.reopen_not_closed": Message(409, N_("Only a closed survey can be reopened; this survey is {state}.")),
     "survey.restore_not_archived": Message(409, N_("Only an archived survey can be restored; this survey is {state}.")),
     "survey.slug_malformed": Message(
@@ -516,6 +530,27 @@ MESSAGES: dict[str, Message] = {
     "token.too_many": Message(409, N_("you have {most} live API tokens: revoke one before making another")),
     "token.unknown": Message(401, N_("This API token is not valid.")),
     "token.user_disabled": Message(401, N_("The account this API token belongs to is disabled.")),
+    # -- translation --
+    "translation.emptied": Message(
+        409,
+        N_(
+            "The {language} translation of {what} cannot be emptied: the survey is published and its "
+            "respondents read it. Correct it instead."
+        ),
+    ),
+    "translation.language_absent": Message(400, N_("The survey has no {language} translation.")),
+    "translation.language_added": Message(409, N_("The survey already has {language}.")),
+    "translation.language_unknown": Message(
+        400, N_("The app has no language {language!r} to translate into; a survey can add {languages}.")
+    ),
+    "translation.not_draft": Message(
+        409,
+        N_(
+            "Languages are added and removed while the survey is a draft; this survey is {state}. Its "
+            "translations can still be corrected."
+        ),
+    ),
+    "translation.path_unknown": Message(400, N_("The survey has no text {name!r} to translate.")),
     # -- user --
     "user.demote_self": Message(
         409,

@@ -205,6 +205,11 @@ class Survey(Base):
     account_links: Mapped[list[AccountLink]] = relationship(back_populates="survey", cascade="all, delete-orphan")
     #: The API tokens restricted to this survey (deleting the survey deletes their rows of it).
     api_tokens: Mapped[list[ApiToken]] = relationship(secondary="api_token_surveys", back_populates="surveys")
+    #: Its texts in the languages the organizer added (:mod:`survey.domain.surveys.content_translations`);
+    #: read only where they are shown (a respondent's page reads its one language with a query of its own).
+    translations: Mapped[list[SurveyTranslation]] = relationship(
+        back_populates="survey", cascade="all, delete-orphan", passive_deletes=True
+    )
 
     @property
     def is_open(self) -> bool:
@@ -242,6 +247,30 @@ class Survey(Base):
         questions are not protected and not part of it; a split ballot counts its worst arm, since a
         respondent answers one): a property of the designs alone."""
         return total_epsilon(composed((q.arm_group, q.mechanism().epsilon) for q in self.randomized_questions))
+
+
+class SurveyTranslation(Base):
+    """One of a survey's own texts in a language besides its first (English): the title, a question's
+    text, an option's label, ... named by ``path`` ("title", "q:<key>:text", "q:<key>:option:<code>";
+    :mod:`survey.domain.surveys.content_translations` lists them). The organizer's content only: the
+    language a respondent answered in is stored nowhere.
+
+    A language the organizer added has at least its ``title`` row (empty until translated): the
+    survey's languages are the ones its rows name.
+    """
+
+    __tablename__ = "survey_translations"
+
+    survey_id: Mapped[int] = mapped_column(ForeignKey("surveys.id", ondelete="CASCADE"), primary_key=True)
+    language: Mapped[str] = mapped_column(String(8), primary_key=True)
+    path: Mapped[str] = mapped_column(String(80), primary_key=True)
+    text: Mapped[str] = mapped_column(Text, default="")
+    #: The English the translation was made from: when the English changes (an option's label, a
+    #: question's text), the translation is stale until the organizer looks at it again, and a draft
+    #: with a stale one is not published (an option's label must say what the option is).
+    source: Mapped[str] = mapped_column(Text, default="")
+
+    survey: Mapped[Survey] = relationship(back_populates="translations")
 
 
 class Membership(Base):

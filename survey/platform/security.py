@@ -16,8 +16,9 @@ from survey.domain.validation import text_problem
 #: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
 #: app-wide size limit to them. (An upload of responses is read strictly by
 #: survey.domain.responses.imports: a NUL or a lone surrogate in it is no code, label, number or day,
-#: so it refuses the row and nothing is written.)
-OWN_BODY_PARSING = {"organize.import_spec", "organize.import_responses", "api.imports"}
+#: so it refuses the row and nothing is written; the translations' texts are each checked by
+#: survey.domain.validation.text, which refuses a NUL or a lone surrogate the same way.)
+OWN_BODY_PARSING = {"organize.import_spec", "organize.import_responses", "api.imports", "organize.save_translations"}
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [

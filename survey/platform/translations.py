@@ -3,8 +3,9 @@
 The respondent's pages are translated (docs/translations.md); the organizer's are English for now.
 :func:`respondent_catalog` is every sentence a respondent can be shown, taken from where it is
 written: the respondent's templates and what base.html and error.html show them, the respondent's
-words (survey/domain/surveys/wording.py), the error pages' sentences (security.py) and the error
-catalog's entries a respondent's page can show (:data:`RESPONDENT_CODES`). tests/test_translations.py
+words (survey/domain/surveys/wording.py), the fixed options' labels (yes, no:
+survey/domain/surveys/content_translations.py), the error pages' sentences (security.py) and the
+error catalog's entries a respondent's page can show (:data:`RESPONDENT_CODES`). tests/test_translations.py
 fails when one of them lacks a translation in a language of :data:`LANGUAGES`.
 
 ``python -m survey.platform.translations`` (``make translations``) merges new sentences into each
@@ -21,17 +22,16 @@ from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
+# The languages live in the domain (a survey's translations are checked against them); here too, where
+# the catalogs and the respondent's pages read them.
+from survey.domain.languages import LANGUAGES as LANGUAGES
+from survey.domain.languages import RIGHT_TO_LEFT as RIGHT_TO_LEFT
+from survey.domain.languages import SOURCE_LANGUAGE as SOURCE_LANGUAGE
 from survey.domain.messages import template
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSLATIONS = ROOT / "survey" / "translations"
 
-#: Every language the respondent's pages are written in, by its code, with its own name for itself.
-LANGUAGES: dict[str, str] = {"en": "English", "es": "Español", "ar": "العربية"}
-#: The language the sentences are written in (no catalog).
-SOURCE_LANGUAGE = "en"
-#: The languages written right to left: their pages are ``<html dir="rtl">``.
-RIGHT_TO_LEFT = frozenset({"ar"})
 
 #: The error catalog's entries (survey/domain/messages.py) a respondent's page can show: refused
 #: invitation codes, a closed or unpublished survey, an outage, a form sent twice or changed. The
@@ -62,7 +62,15 @@ RESPONDENT_CODES = (
 JINJA = "jinja2.ext:babel_extract"
 RESPONDENT_SOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (JINJA, ("templates/respond/*.html", "templates/base.html", "templates/error.html")),
-    ("python", ("survey/domain/surveys/wording.py", "survey/platform/security.py", "survey/web/respond/*.py")),
+    (
+        "python",
+        (
+            "survey/domain/surveys/wording.py",
+            "survey/domain/surveys/content_translations.py",
+            "survey/platform/security.py",
+            "survey/web/respond/*.py",
+        ),
+    ),
 )
 KEYWORDS = {**DEFAULT_KEYWORDS, "N_": None}
 #: As babel.cfg and the app (survey/web/languages.py): a {% trans %} block's sentence on one line.

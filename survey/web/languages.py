@@ -1,10 +1,15 @@
 """The language of the respondent's pages: which one a request gets, and the switch between them.
 
 The app's own sentences on the respondent's pages come from the gettext catalogs in
-survey/translations (docs/translations.md). A respondent gets the first of :data:`LANGUAGES` their
-browser asks for (``Accept-Language``), or the one they picked with the switch every respondent page
-shows: a plain link with ``?lang=``, remembered in a cookie ``lang`` that holds the language's code
-and nothing else. The language is never stored with the answers, and the submission carries none.
+survey/translations (docs/translations.md), the survey's own texts from its organizer's translations
+(survey.domain.surveys.content_translations). A survey's pages are offered in its languages only
+(English, its first, and those its organizer added), so that a page is in one language: a respondent
+gets the first of them their browser asks for (``Accept-Language``), or the one they picked with the
+switch every respondent page shows when the survey has more than one: a plain link with ``?lang=``,
+remembered in a cookie ``lang`` that holds the language's code and nothing else. A language the
+survey lacks gives its first. A respondent page that names no survey (an address with none) is
+offered every language of the app. The language is never stored with the answers, and the
+submission carries none.
 
 The organizer's and the results' pages are not translated yet: they stay English (and say so in
 ``<html lang>``) whatever the browser asks for.
@@ -15,8 +20,15 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from babel.lists import format_list
-from flask import Flask, Response, current_app, has_request_context, request
+from flask import Flask, Response, current_app, g, has_request_context, request
+from flask_login import current_user
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
+from survey.domain.accounts.access import allowed
+from survey.domain.models import Survey
+from survey.domain.surveys.content_translations import languages_of_survey
+from survey.platform.extensions import db
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
 
 DEFAULT = "en"
@@ -32,20 +44,45 @@ def _respondent_request() -> bool:
     return has_request_context() and request.blueprint in RESPONDENT_BLUEPRINTS
 
 
-def _asked() -> str | None:
-    """The language the respondent picked (the switch's ``?lang=``, then its cookie), if one we have."""
+def offered() -> list[str]:
+    """The languages of the survey the respondent's page is about (its ``slug``), its first first;
+    every language of the app where the page names no survey that exists, or a draft to anyone but
+    its organizers (a draft's 404 must not differ from that of an address with no survey, in its
+    language either). Read once per request."""
+    if "offered_languages" not in g:
+        g.offered_languages = _survey_languages() or list(LANGUAGES)
+    return g.offered_languages
+
+
+def _survey_languages() -> list[str] | None:
+    slug = (request.view_args or {}).get("slug")
+    if not isinstance(slug, str):
+        return None
+    try:
+        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        if survey is None or (survey.is_draft and not allowed(current_user, survey, "edit")):
+            return None
+        return languages_of_survey(db.session, survey)
+    except SQLAlchemyError:  # the page that says the database is away is still to be shown
+        return None
+
+
+def _asked(languages: list[str]) -> str | None:
+    """The language the respondent picked (the switch's ``?lang=``, then its cookie), if one of ``languages``."""
     for value in (request.args.get(COOKIE), request.cookies.get(COOKIE)):
-        if value in LANGUAGES:
+        if value in languages:
             return value
     return None
 
 
 def select_locale() -> str:
     """The request's language: English outside the respondent's pages; on them the language picked
-    with the switch, else the browser's first among :data:`LANGUAGES`, else English."""
+    with the switch, else the browser's first, among the survey's languages (:func:`offered`), else
+    the survey's first (English)."""
     if not _respondent_request():
         return DEFAULT
-    return _asked() or request.accept_languages.best_match(LANGUAGES) or DEFAULT
+    languages = offered()
+    return _asked(languages) or request.accept_languages.best_match(languages) or languages[0]
 
 
 def word_list(items: list[object]) -> str:
@@ -68,7 +105,7 @@ def text_direction(locale: str) -> str:
 
 
 def language_links(code: str | None = None) -> list[dict[str, str | bool]]:
-    """The switch: for each language, a link to this very page in it, and whether it is the page's
+    """The switch: for each of the survey's languages, a link to this very page in it, and whether it is the page's
     language. The link carries ``lang`` and, on a page opened with a valid invitation code (which
     the page then holds anyway), that ``code``; nothing else of the address, so that a page shows
     nothing of a code it refused. The link is the query alone (``?lang=es``), which the browser
@@ -84,6 +121,7 @@ def language_links(code: str | None = None) -> list[dict[str, str | bool]]:
             "current": language == current,
         }
         for language, name in LANGUAGES.items()
+        if language in offered()
     ]
 
 
@@ -125,6 +163,7 @@ def init_app(app: Flask) -> None:
             "page_direction": text_direction(locale),
             "language_links": language_links,
             "word_list": word_list,
-            # The switch, on the respondent's pages a plain GET reached (a link cannot repeat a POST).
-            "language_switch": _respondent_request() and request.method == "GET",
+            # The switch, on the respondent's pages a plain GET reached (a link cannot repeat a POST), of a
+            # survey in more than one language.
+            "language_switch": _respondent_request() and request.method == "GET" and len(offered()) > 1,
         }

@@ -14,6 +14,7 @@ from typing import Any
 from survey.domain import validation
 from survey.domain.errors import DomainError, Frozen
 from survey.domain.models import Option, Question, Survey
+from survey.domain.surveys import content_translations
 from survey.domain.surveys.specs import (
     MAX_QUESTIONS,
     parse_planning,
@@ -98,6 +99,8 @@ def update_question(survey: Survey, question: Question, raw: dict[str, Any]) -> 
         return question
     keys = {q.key for q in survey.questions if q is not question}
     replacement = question_from_spec(raw, question.position, keys)
+    if replacement.key != question.key:  # its translations go with it (content_translations)
+        content_translations.rename_question(survey, question.key, replacement.key)
     _copy_question(replacement, question)
     return question
 

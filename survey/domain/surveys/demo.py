@@ -118,6 +118,72 @@ DEMO_SPEC["introduction"] = (
     "not to tell."
 )
 
+#: The demo in Spanish and Arabic (docs/translations.md): the organizer's translations of each text.
+DEMO_SPEC["translations"] = {
+    "es": {
+        "title": "Salud y hábitos",
+        "introduction": "Ocho preguntas breves sobre cosas que la gente a menudo prefiere no contar.",
+        "closing_message": (
+            "Gracias por participar. Los resultados se estiman a partir de las respuestas aleatorizadas de todos."
+        ),
+        "run_by": "el equipo de Private Survey",
+        "contact": "privacy@example.org",
+        "ethics_statement": (
+            "La participación es voluntaria. Al enviar, acepta que sus respuestas aleatorizadas se guarden y se "
+            "usen para estimar cuán común es cada respuesta. Esta demostración no tiene aprobación ética."
+        ),
+        "q:cannabis:text": "En los últimos 12 meses, ¿ha consumido cannabis?",
+        "q:cheating:text": "¿Alguna vez ha engañado a su pareja?",
+        "q:drink_driving:text": ("En los últimos 12 meses, ¿ha conducido después de beber más del límite legal?"),
+        "q:harassment:text": "En los últimos 12 meses, ¿ha sufrido acoso en el trabajo o en sus estudios?",
+        "q:sedatives:text": "¿Con qué frecuencia ha tomado somníferos o sedantes sin receta?",
+        "q:sedatives:option:0": "Nunca",
+        "q:sedatives:option:1": "Una o dos veces",
+        "q:sedatives:option:2": "Algunas veces al año",
+        "q:sedatives:option:3": "Cada mes",
+        "q:sedatives:option:4": "Cada semana o más",
+        "q:age_group:text": "¿Cuál es su grupo de edad?",
+        "q:age_group:option:0": "18–29",
+        "q:age_group:option:1": "30–44",
+        "q:age_group:option:2": "45–64",
+        "q:age_group:option:3": "65 o más",
+        "q:weekly_drinks:text": "En una semana típica, ¿cuántas bebidas alcohólicas toma?",
+        "q:weekly_drinks:help_text": (
+            "Una bebida es una copa pequeña de vino, una botella de cerveza o una medida de licor."
+        ),
+        "q:drinks_last_week:text": "¿Cuántas bebidas alcohólicas tomó en los últimos siete días?",
+    },
+    "ar": {
+        "title": "الصحة والعادات",
+        "introduction": "ثمانية أسئلة قصيرة عن أمور يفضّل الناس غالبًا ألّا يبوحوا بها.",
+        "closing_message": "شكرًا لمشاركتك. تُقدَّر النتائج من الإجابات العشوائية للجميع معًا.",
+        "run_by": "فريق Private Survey",
+        "contact": "privacy@example.org",
+        "ethics_statement": (
+            "المشاركة طوعية. بالإرسال توافق على حفظ إجاباتك العشوائية واستخدامها لتقدير مدى شيوع كل إجابة. "
+            "هذا العرض التجريبي ليس له موافقة أخلاقية."
+        ),
+        "q:cannabis:text": "خلال الأشهر الاثني عشر الماضية، هل تعاطيت القنب؟",
+        "q:cheating:text": "هل سبق أن خنت شريك حياتك؟",
+        "q:drink_driving:text": "خلال الأشهر الاثني عشر الماضية، هل قدت سيارة بعد أن شربت أكثر من الحد القانوني؟",
+        "q:harassment:text": "خلال الأشهر الاثني عشر الماضية، هل تعرّضت للتحرش في العمل أو الدراسة؟",
+        "q:sedatives:text": "كم مرة تناولت حبوبًا منوّمة أو مهدّئات من دون وصفة طبية؟",
+        "q:sedatives:option:0": "أبدًا",
+        "q:sedatives:option:1": "مرة أو مرتين",
+        "q:sedatives:option:2": "بضع مرات في السنة",
+        "q:sedatives:option:3": "شهريًا",
+        "q:sedatives:option:4": "أسبوعيًا أو أكثر",
+        "q:age_group:text": "ما فئتك العمرية؟",
+        "q:age_group:option:0": "18–29",
+        "q:age_group:option:1": "30–44",
+        "q:age_group:option:2": "45–64",
+        "q:age_group:option:3": "65 أو أكثر",
+        "q:weekly_drinks:text": "في أسبوع عادي، كم مشروبًا كحوليًا تتناول؟",
+        "q:weekly_drinks:help_text": "المشروب كأس صغيرة من النبيذ أو زجاجة جعة أو جرعة واحدة من المشروبات الروحية.",
+        "q:drinks_last_week:text": "كم مشروبًا كحوليًا تناولت في الأيام السبعة الماضية؟",
+    },
+}
+
 
 #: The simulated respondents' true answers depend on one another as real ones would, so that the
 #: compare page has something to find: a question's key → (the key it depends on, per code of that

@@ -34,10 +34,13 @@ from survey.domain.errors import Conflict, DomainError, Forbidden
 from survey.domain.models import ACCESS_MODES, Survey, User
 from survey.domain.responses.tallies import submission_count
 from survey.domain.surveys.arms import check_groups
+from survey.domain.surveys.content_translations import missing
 from survey.domain.surveys.specs import create_survey_from_spec, question_place, survey_to_spec
 from survey.domain.validation import parse_json, within_cap
 
 SLUG = ("slug",)
+#: How many missing translations the publish page names one by one.
+GAPS_NAMED = 10
 
 
 def publish_refusals(survey: Survey) -> list[Conflict]:
@@ -56,6 +59,12 @@ def publish_refusals(survey: Survey) -> list[Conflict]:
     if not within_cap(total, survey.epsilon_cap):
         shown = "∞" if math.isinf(total) else f"{total:.2f}"
         problems.append(Conflict("survey.publish_above_cap", total=shown, cap=survey.epsilon_cap))
+    # every text in every language the survey has: a respondent's page is in one language (the first
+    # few named; a 200-question survey could lack thousands, which the translations page marks)
+    gaps = missing(survey)
+    problems.extend(gap.refusal() for gap in gaps[:GAPS_NAMED])
+    if len(gaps) > GAPS_NAMED:
+        problems.append(Conflict("survey.publish_translation_more", count=len(gaps) - GAPS_NAMED))
     return problems
 
 

@@ -26,6 +26,7 @@ from survey.domain import validation
 from survey.domain.errors import DomainError
 from survey.domain.messages import message
 from survey.domain.models import ACCESS_MODES, SPEC_STATUSES, Design, Option, Question, Survey, User
+from survey.domain.surveys import content_translations
 from survey.domain.surveys.arms import check_groups, parse_arm
 from survey.domain.surveys.kinds import FIXED, KINDS, LISTED, Kind, kind_of
 from survey.domain.surveys.planning import (
@@ -58,6 +59,7 @@ SURVEY_FIELDS = {
     "access",
     "auto_close",
     "shared_devices",
+    "translations",
 }
 QUESTION_FIELDS = {
     "key",
@@ -414,6 +416,8 @@ def create_survey_from_spec(session: Session, spec: Any, owner: User | None = No
         is_simulated=any(q.simulated_truth is not None for q in questions),
         **planning,
     )
+    # the texts in the survey's other languages, checked against the texts above
+    survey.translations = content_translations.rows_from_spec(spec.get("translations"), survey)
     session.add(survey)
     return survey
 
@@ -492,4 +496,7 @@ def survey_to_spec(survey: Survey) -> dict[str, Any]:
     }
     if survey.epsilon_cap is not None:
         spec["epsilon_cap"] = survey.epsilon_cap
+    translations = content_translations.to_spec(survey)
+    if translations:
+        spec["translations"] = translations
     return spec

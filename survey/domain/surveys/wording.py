@@ -202,9 +202,11 @@ def own_coin_instruction(procedure: Procedure, labels: list[str]) -> str:
     return " ".join(sentences)
 
 
-def combined_instruction(mechanism: Mechanism) -> str:
-    """The one line telling a respondent how to answer a non-randomized design's combined question."""
-    unrelated = mechanism.parameters["unrelated_question"]
+def combined_instruction(mechanism: Mechanism, unrelated: str | None = None) -> str:
+    """The one line telling a respondent how to answer a non-randomized design's combined question;
+    ``unrelated`` is the unrelated question in the page's language (the organizer's translation), when
+    not the design's own."""
+    unrelated = unrelated or mechanism.parameters["unrelated_question"]
     return translate(COMBINED_INSTRUCTIONS[mechanism.design]).format(unrelated=unrelated)
 
 

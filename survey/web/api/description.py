@@ -409,8 +409,16 @@ PATHS: dict[str, Any] = {
     "/surveys/{slug}/codebook": _read(
         "getCodebook",
         "Codebook",
-        "Everything needed to analyse the microdata: columns, options, design matrices, total ε.",
+        "Everything needed to analyse the microdata: columns, options, design matrices, total ε; in the "
+        "survey's first language (English), or in another of its languages (the same codes).",
         _json("Codebook", "The codebook."),
+        parameters=(
+            _query(
+                "language",
+                "One of the survey's languages (`es`, `ar`): the questions' texts and the options' labels in it "
+                "(400 for a language the survey does not have).",
+            ),
+        ),
     ),
 }
 PATHS["/surveys/{slug}/responses"] = {

@@ -18,18 +18,22 @@ import re
 from typing import Any
 
 from flask import Response, jsonify, render_template, request, send_file, stream_with_context, url_for
+from flask_babel import force_locale
 from flask_login import current_user
 from markupsafe import Markup, escape
 
 from survey.domain.accounts.access import allowed, role_of, survey_for, visible_surveys
 from survey.domain.errors import DomainError, Forbidden
+from survey.domain.languages import LANGUAGES
 from survey.domain.models import Survey, User
 from survey.domain.responses.imports import MAX_BYTES, format_of, import_responses
 from survey.domain.responses.tallies import submission_count
 from survey.domain.results.analysis import compare, regression
+from survey.domain.results.codebooks import codebook_in
 from survey.domain.results.documents import anytime_document, live_document
-from survey.domain.results.exports import codebook, estimates_document, microdata_csv
+from survey.domain.results.exports import estimates_document, microdata_csv
 from survey.domain.results.labelled import labelled_file
+from survey.domain.surveys.content_translations import FIRST
 from survey.domain.surveys.specs import survey_to_spec
 from survey.platform.extensions import csrf, db
 
@@ -226,8 +230,12 @@ def responses_dta(slug: str):
 @bp.get("/surveys/<slug>/codebook")
 @takes_token("results")
 def codebook_json(slug: str):
-    """Everything needed to analyse the microdata: columns, options, design matrices, total ε."""
-    return jsonify(codebook(_readable(slug)))
+    """Everything needed to analyse the microdata: columns, options, design matrices, total ε; in the
+    survey's first language, or in ``?language=`` one of its others (the same codes)."""
+    survey = _readable(slug)
+    language = request.args.get("language") or FIRST
+    with force_locale(language if language in LANGUAGES else FIRST):  # yes and no are the app's words
+        return jsonify(codebook_in(survey, language))
 
 
 # -- the respondent's submission -------------------------------------------------------------------

@@ -47,6 +47,7 @@ def publish(slug: str):
     """GET: what publishing freezes, question by question, and what still stops it; POST: publish."""
     if request.method == "GET":
         survey = editable(slug)
+        refusals = lifecycle.publish_refusals(survey)
         questions = [
             {
                 "question": q,
@@ -59,7 +60,8 @@ def publish(slug: str):
             "organize/publish.html",
             survey=survey,
             questions=questions,
-            problems=[localized(problem) for problem in lifecycle.publish_refusals(survey)],
+            problems=[localized(problem) for problem in refusals],
+            translation_missing=any(p.code.startswith("survey.publish_translation_") for p in refusals),
             total_epsilon=epsilon_text(survey.total_epsilon()),
             cap=epsilon_text(survey.epsilon_cap) if survey.epsilon_cap is not None else None,
             survey_link=respondent_url("respond.show", slug=survey.slug),

@@ -87,7 +87,8 @@ class QuestionView:
         """How to answer the combined question, or how to toss or roll for it, in a few short
         sentences (empty for any other question)."""
         if self.combined:
-            return combined_instruction(self.mechanism)
+            # a survey read in another language (content_translations) gives its own unrelated question
+            return combined_instruction(self.mechanism, getattr(self.question, "unrelated_question", None))
         if self.own_coin:
             procedure = physical_procedure(self.mechanism)
             assert procedure is not None  # the spec refuses own coins for any other design

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, abort, g, redirect, render_template, request, session, url_for
+from flask_babel import get_locale
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
@@ -11,6 +12,7 @@ from survey.domain.errors import DomainError, Forbidden
 from survey.domain.models import DECLINED_MARKER, Survey, refusal_on, today
 from survey.domain.responses.codes import check_code, normalize
 from survey.domain.responses.submissions import SubmissionForm
+from survey.domain.surveys.content_translations import TranslatedSurvey, in_language, stored_texts
 from survey.platform.extensions import csrf, db
 from survey.privacy.designs import DESIGNS
 
@@ -34,6 +36,13 @@ def _survey_or_404(slug: str) -> Survey:
     return survey
 
 
+def _read(survey: Survey) -> Survey | TranslatedSurvey:
+    """The survey as the page shows it: its texts in the page's language, which is one of the survey's
+    (survey.web.languages offers no other)."""
+    language = str(get_locale() or "en")
+    return in_language(survey, language, stored_texts(db.session, survey, language))
+
+
 @bp.app_template_filter("option_label")
 def _option_label(label: str) -> str:
     return option_label(label)
@@ -53,7 +62,7 @@ def _render_form(
     refusal = refusal_on(survey.status, survey.opens_on, survey.closes_on, today())
     if refusal is not None:
         status = 409 if request.method == "POST" else 200
-        return render_template("respond/closed.html", survey=survey, reason=localized(refusal)), status
+        return render_template("respond/closed.html", survey=_read(survey), reason=localized(refusal)), status
     if survey.access == "invitation":
         try:
             check_code(db.session, survey.id, invitation)
@@ -62,7 +71,7 @@ def _render_form(
         invitation = normalize(invitation)
     else:
         invitation = ""
-    page = survey_page(survey)
+    page = survey_page(_read(survey))
     return (
         render_template(
             "respond/survey.html", page=page, error=error, invitation=invitation, submission_key=submission_key
@@ -75,7 +84,7 @@ def _invitation_page(survey: Survey, refusal: Forbidden, typed: str | None = "")
     """Why a survey by invitation does not show its questions, and a box to type the code printed on
     a paper invitation (it is checked like a code that came in the link)."""
     return (
-        render_template("respond/invitation.html", survey=survey, message=refusal.message, typed=typed or ""),
+        render_template("respond/invitation.html", survey=_read(survey), message=refusal.message, typed=typed or ""),
         refusal.status,
     )
 
@@ -185,9 +194,10 @@ def thanks(slug: str):
     shared device)."""
     survey = _survey_or_404(slug)
     reports = _take_sent(slug)
-    sent = sent_views(survey_page(survey), reports) if reports else []
+    shown = _read(survey)
+    sent = sent_views(survey_page(shown), reports) if reports else []
     again = request.args.get("again") == "1"
-    response = Response(render_template("respond/thanks.html", survey=survey, already_received=again, sent=sent))
+    response = Response(render_template("respond/thanks.html", survey=shown, already_received=again, sent=sent))
     if sent:
         response.headers["Cache-Control"] = "private, no-store"
     return response
@@ -201,7 +211,9 @@ def preview(slug: str):
     invitation-only survey without a code. Marked as a preview; nothing can be sent from it (the form
     has no action, its button stays off, and a draft accepts no post anyway)."""
     survey = survey_for(db.session, current_user, slug, "edit")
-    response = Response(render_template("respond/survey.html", page=survey_page(survey), invitation="", preview=True))
+    response = Response(
+        render_template("respond/survey.html", page=survey_page(_read(survey)), invitation="", preview=True)
+    )
     response.headers["Cache-Control"] = "private, no-store"
     return response
 
@@ -236,7 +248,7 @@ def privacy(slug: str):
         abort(404)
     return render_template(
         "respond/privacy.html",
-        page=survey_page(survey),
+        page=survey_page(_read(survey)),
         show_questions=not hidden or preview,
         code=code,
         preview=preview,

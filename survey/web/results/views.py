@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Response, current_app, jsonify, render_template, request, send_file, stream_with_context
+from flask_babel import force_locale
 from flask_login import current_user, login_required
 
 from survey.domain.accounts.access import survey_for, visible_surveys
 from survey.domain.errors import DomainError
+from survey.domain.languages import LANGUAGES
 from survey.domain.models import Question, Survey
 from survey.domain.responses.mixing import held_count
 from survey.domain.responses.tallies import (
@@ -37,9 +39,10 @@ from survey.domain.results.analysis import (
     regression,
     too_large_to_pair,
 )
+from survey.domain.results.codebooks import codebook_in
 from survey.domain.results.coding import parse_category, researcher_code, researcher_options
 from survey.domain.results.documents import anytime_document, live_document
-from survey.domain.results.exports import LEVEL, codebook, estimates_csv, estimates_document, microdata_csv
+from survey.domain.results.exports import LEVEL, estimates_csv, estimates_document, microdata_csv
 from survey.domain.results.kept import digest, kept
 from survey.domain.results.labelled import labelled_file
 from survey.domain.results.live import ALTERNATIVES, LiveQuestion, anytime, live_status, timelines
@@ -47,6 +50,7 @@ from survey.domain.results.number_analysis import NumberComparison, NumberRegres
 from survey.domain.results.rscript import r_script
 from survey.domain.results.split_ballots import SplitBallot, split_ballot_by, split_ballots
 from survey.domain.surveys.budget import stored_total_epsilon, survey_epsilons
+from survey.domain.surveys.content_translations import FIRST, languages_of
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.kinds import REGISTRY
 from survey.domain.surveys.outline import option_counts, question_list, with_options
@@ -239,6 +243,8 @@ def survey(slug: str):
     return render_template(
         "results/survey.html",
         survey=survey,
+        codebook_languages=languages_of(survey),
+        language_names=LANGUAGES,
         live=live,
         alternatives=ALTERNATIVES,
         wide=WIDE_HALF_WIDTH,
@@ -347,9 +353,14 @@ def responses_file(slug: str):
 @bp.get("/surveys/<slug>/codebook.json")
 @login_required
 def codebook_file(slug: str):
+    """The codebook, in the survey's first language or in ``?language=`` one of its others."""
     survey = _survey_or_404(slug)
-    response = jsonify(codebook(survey))
-    response.headers["Content-Disposition"] = f'attachment; filename="{survey.slug}-codebook.json"'
+    language = request.args.get("language") or FIRST
+    with force_locale(language if language in LANGUAGES else FIRST):  # yes and no are the app's words
+        document = codebook_in(survey, language)
+    suffix = "" if language == FIRST else f"-{language}"
+    response = jsonify(document)
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey.slug}-codebook{suffix}.json"'
     return response
 
 
