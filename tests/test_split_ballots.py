@@ -435,9 +435,14 @@ def test_a_ballot_is_broken_down_by_a_direct_question_from_its_pair_tallies(app,
 
 
 def test_ballots_asked_in_as_many_ways_are_said_once(app, client, user):
+    from survey.domain.surveys.content_translations import pieces
     from survey.domain.surveys.validation_demo import VALIDATION_SPEC
 
-    add_survey(app, VALIDATION_SPEC)
+    with app.app_context():  # a Spanish version of the survey's own texts, so that it is offered in Spanish
+        draft = create_survey_from_spec(db.session, {**VALIDATION_SPEC, "slug": "draft-copy", "status": "draft"})
+        spanish_texts = {piece.path: f"[es] {piece.source}" for piece in pieces(draft)}
+        db.session.rollback()
+    add_survey(app, {**VALIDATION_SPEC, "translations": {"es": spanish_texts}})
     page = re.sub(r"\s+", " ", text(client.get("/s/asking-honestly")))
     assert "Questions 1 and 2 are each asked in one of 2 ways, chosen at random for you" in page
     spanish = re.sub(r"\s+", " ", text(client.get("/s/asking-honestly?lang=es")))
