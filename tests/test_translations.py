@@ -273,3 +273,15 @@ def test_work_outside_a_request_speaks_english(app):
         assert str(get_locale()) == "en"
         with force_locale("es"):
             assert str(get_locale()) == "es"
+
+
+def test_the_thank_you_sentence_names_the_option_as_the_page_shows_it():
+    """A one-sided design's report that gives the answer away names that answer with the page's own
+    label (translated), not the design's English one."""
+    from survey.domain.surveys.wording import sent_sentence
+    from survey.privacy import CoinFlip
+
+    one_sided = CoinFlip(0.5, 1.0)  # a forced "yes": a "no" sent is a true "no"
+    words = sent_sentence(one_sided, 1, "No", ["Sí", "No (es)"])
+    assert "“No (es)”" in words and "“no”" not in words
+    assert "“no”" in sent_sentence(one_sided, 1, "No")  # without the page's labels: the design's

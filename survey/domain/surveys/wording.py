@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from survey.domain.messages import N_
 from survey.privacy import Mechanism, Randomizer, mechanism_posterior_bounds, posterior_bounds
@@ -408,8 +408,11 @@ SENT = {
 }
 
 
-def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "") -> str:
-    """Why the report ``report`` (shown as ``label``) that was sent for a respondent protects them:
+def sent_sentence(
+    mechanism: Mechanism | Randomizer, report: int, label: str = "", labels: Sequence[str] | None = None
+) -> str:
+    """Why the report ``report`` (shown as ``label``; the options shown as ``labels``, in the page's
+    language, where given) that was sent for a respondent protects them:
     how often each true answer leads to it (its row of the matrix) and the odds it gives, computed
     for this very report (:func:`~survey.privacy.deniability.report_odds`); for a number, the ε-LDP
     bound on the density of any report."""
@@ -418,7 +421,8 @@ def sent_sentence(mechanism: Mechanism | Randomizer, report: int, label: str = "
     row = mechanism.matrix[report]
     if row.min() <= 0:  # a one-sided design's report that some answers never send: no odds to state
         if _is_yes_no(mechanism):
-            return translate(SENT["gives_away"]).format(report=label, answer=mechanism.labels[int(row.argmax())])
+            shown = labels if labels is not None else mechanism.labels
+            return translate(SENT["gives_away"]).format(report=label, answer=shown[int(row.argmax())])
         return translate(SENT["rules_out"]).format(report=label, low=percent(row.min()), high=percent(row.max()))
     odds = odds_text(report_odds(mechanism, report))
     if _is_yes_no(mechanism):

@@ -291,7 +291,7 @@ def sent_views(page: SurveyPage, reports: dict[str, int]) -> list[SentView]:
             continue
         if isinstance(q.mechanism, Mechanism):
             label = option_label(dict(q.options).get(code, str(code)))
-            why = sent_sentence(q.mechanism, code, label)
+            why = sent_sentence(q.mechanism, code, label, [option_label(shown) for _, shown in q.options])
         else:
             label = _number_text(q.mechanism.value_of(code))
             why = sent_sentence(q.mechanism, code)
