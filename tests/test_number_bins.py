@@ -323,6 +323,38 @@ def test_the_results_give_each_bins_share_with_its_interval(signed_in, user):
     assert "30 to under 60" in page
 
 
+def test_the_codebook_carries_each_number_questions_bins(signed_in, user):
+    """The codebook gives the bins the results use (edges, and each bin's label and ends, as the
+    estimates JSON labels them), randomized or not; a number without bins and an option question
+    say so."""
+    plain = {"key": "kids", "kind": "number", "text": "Children?", "minimum": 0, "maximum": 9}
+    smoked = {"key": "smoked", "kind": "yes_no", "text": "Smoked?", "privacy": {"design": "grr", "epsilon": 1}}
+    add_survey(signed_in.application, {**SPEC, "questions": [DRINKS, AGE, plain, smoked]})
+    book = {q["key"]: q for q in signed_in.get("/surveys/drinks/codebook.json").get_json()["questions"]}
+    drinks = book["drinks"]["bins"]
+    assert drinks["edges"] == [1, 5, 15]
+    assert [(b["label"], b["from"], b["to"]) for b in drinks["bins"]] == [
+        ("0 to under 1", 0, 1),
+        ("1 to under 5", 1, 5),
+        ("5 to under 15", 5, 15),
+        ("15 to 30", 15, 30),
+    ]
+    assert "bin above" in drinks["note"] and "maximum likelihood" in drinks["note"]
+    age = book["age"]["bins"]
+    assert age["edges"] == [30, 60]
+    assert [(b["label"], b["from"], b["to"]) for b in age["bins"]] == [
+        ("16 to under 30", 16, 30),
+        ("30 to under 60", 30, 60),
+        ("60 to 99", 60, 99),
+    ]
+    assert book["kids"]["bins"] is None and "bins" not in book["smoked"]
+    answers = {"drinks": 1000, "age": 40, "kids": 2, "smoked": 1}
+    assert signed_in.post("/api/surveys/drinks/responses", json={"answers": answers}).status_code == 201
+    estimates = {q["key"]: q for q in signed_in.get("/api/surveys/drinks/estimates").get_json()["questions"]}
+    for key in ("drinks", "age"):
+        assert [b["label"] for b in estimates[key]["bins"]["bins"]] == [b["label"] for b in book[key]["bins"]["bins"]]
+
+
 # -- a range with decimal ends ---------------------------------------------------------------------
 
 HOURS = {
