@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +43,39 @@ from survey.domain.results.analysis import (
 )
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.results.kept import digest, kept
-from survey.privacy.bounded import MeanInterval, mean_breakdown
+from survey.privacy.bounded import MeanInterval, mean_interval
 from survey.privacy.linear import LinearResult, linear_regression
 from survey.privacy.numeric import GRID_STEPS
 
-__all__ = ["NumberComparison", "NumberRegression", "compare_number", "number_regression"]
+__all__ = [
+    "MeanDifference",
+    "NumberComparison",
+    "NumberRegression",
+    "compare_number",
+    "mean_differences",
+    "mover",
+    "number_regression",
+]
+
+
+@dataclass(frozen=True)
+class MeanDifference:
+    """One group's mean minus the reference group's, with its interval."""
+
+    label: str
+    reference: str
+    difference: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "minus": self.reference,
+            "difference": self.difference,
+            "ci_low": self.low,
+            "ci_high": self.high,
+        }
 
 
 @dataclass
@@ -63,6 +91,9 @@ class NumberComparison:
     #: Whether the groups' intervals hold all at once (the betting intervals, Bonferroni) or each
     #: alone (Laplace's normal intervals).
     simultaneous: bool
+    #: Each answered group's mean minus the first answered group's (in the options' order), with
+    #: MOVER intervals that hold all at once; empty with fewer than two answered groups.
+    differences: tuple[MeanDifference, ...] = ()
     analysis: str = "number_breakdown"
 
     @property
@@ -91,15 +122,21 @@ class NumberComparison:
                 "ci_low": self.total.low,
                 "ci_high": self.total.high,
             },
+            "reference": self.differences[0].reference if self.differences else None,
+            "differences": [d.to_dict() for d in self.differences],
+            "differences_method": "mover" if self.differences else None,
         }
 
     def csv(self) -> str:
         data = self.to_dict()
         table = CsvTable(NUMBER_BREAKDOWN_COLUMNS)
-        rows = [
-            [data["question"], data["by"], g["label"], g["n"], g["mean"], g["ci_low"], g["ci_high"], data["level"]]
-            for g in [*data["groups"], {"label": "everyone", **data["total"]}]
-        ]
+        differences = {d["label"]: d for d in data["differences"]}
+        rows = []
+        for g in [*data["groups"], {"label": "everyone", **data["total"]}]:
+            d = differences.get(g["label"], {})
+            group = [g["label"], g["n"], g["mean"], g["ci_low"], g["ci_high"], data["level"]]
+            difference = [d.get("minus"), d.get("difference"), d.get("ci_low"), d.get("ci_high")]
+            rows.append([data["question"], data["by"], *group, *difference])
         return table.header() + table.rows(rows)
 
 
@@ -112,6 +149,12 @@ NUMBER_BREAKDOWN_COLUMNS = [
     ("ci_low", "number"),
     ("ci_high", "number"),
     ("level", "number"),
+    # the group's mean minus the reference group's (empty on the reference's row, "no answer" and
+    # "everyone"), with its MOVER interval: all the differences' intervals hold at once at ``level``
+    ("minus", "text"),
+    ("difference", "number"),
+    ("difference_low", "number"),
+    ("difference_high", "number"),
 ]
 
 
@@ -144,7 +187,8 @@ def compare_number(
         into += c
     if skipped.any():
         counts[NO_ANSWER if NO_ANSWER not in counts else f"({NO_ANSWER})"] = skipped
-    groups, total, simultaneous = kept(
+    options = list(labels.values())
+    groups, total, simultaneous, differences = kept(
         digest(
             [
                 "number_breakdown",
@@ -154,9 +198,9 @@ def compare_number(
                 *(part for label, c in counts.items() for part in (label, c.tobytes())),
             ]
         ),
-        lambda: _group_means(mechanism, codes, counts, everyone, level),
+        lambda: _group_means(mechanism, codes, counts, everyone, level, options),
     )
-    return NumberComparison(survey, question, other, dict(groups), total, level, simultaneous)
+    return NumberComparison(survey, question, other, dict(groups), total, level, simultaneous, differences)
 
 
 def _codes_by_group(session: Session, question: Question, other: Question) -> tuple[np.ndarray, dict[Any, np.ndarray]]:
@@ -204,23 +248,66 @@ def _as_array(rows: Sequence[Any], width: int) -> np.ndarray:
 
 
 def _group_means(
-    mechanism: Any, codes: np.ndarray, counts: dict[str, np.ndarray], everyone: np.ndarray, level: float
-) -> tuple[dict[str, MeanInterval], MeanInterval, bool]:
-    """Each group's mean of the codes' reports and everyone's, with the mechanism's intervals."""
-    if math.isfinite(mechanism.bound):
-        ends = mechanism.value_of([0, GRID_STEPS])
-        values = mechanism.value_of(codes)
-        breakdown = mean_breakdown(
-            {label: (values[c > 0], c[c > 0]) for label, c in counts.items()},
-            float(ends[0]),
-            float(ends[1]),
-            level,
-        )
-        groups, simultaneous = breakdown.groups, True
+    mechanism: Any,
+    codes: np.ndarray,
+    counts: dict[str, np.ndarray],
+    everyone: np.ndarray,
+    level: float,
+    options: Sequence[str],
+) -> tuple[dict[str, MeanInterval], MeanInterval, bool, tuple[MeanDifference, ...]]:
+    """Each group's mean of the codes' reports and everyone's, with the mechanism's intervals, and
+    the differences between the answered option groups (:func:`mean_differences`)."""
+    bounded = math.isfinite(mechanism.bound)
+    values = mechanism.value_of(codes)
+    ends = mechanism.value_of([0, GRID_STEPS]) if bounded else None
+
+    def interval(c: np.ndarray, at: float) -> MeanInterval:
+        if bounded:
+            return mean_interval(values[c > 0], c[c > 0], float(ends[0]), float(ends[1]), at)
+        return mechanism.estimate(_as_counts(codes, c), at)
+
+    if bounded:
+        each = 1 - (1 - level) / max(sum(1 for c in counts.values() if c.any()), 1)  # Bonferroni
+        groups = {label: interval(c, each) for label, c in counts.items() if c.any()}
     else:  # Laplace: each group's normal interval (it needs two reports)
-        groups = {label: mechanism.estimate(_as_counts(codes, c), level) for label, c in counts.items() if c.sum() >= 2}
-        simultaneous = False
-    return groups, mechanism.estimate(_as_counts(codes, everyone), level), simultaneous
+        groups = {label: interval(c, level) for label, c in counts.items() if c.sum() >= 2}
+    answered = [label for label in options if label in groups]
+    differences = mean_differences(
+        {label: (lambda at, c=counts[label]: interval(c, at)) for label in answered},
+        level,
+        mechanism.high - mechanism.low,
+    )
+    return groups, mechanism.estimate(_as_counts(codes, everyone), level), bounded, differences
+
+
+def mover(first: MeanInterval, second: MeanInterval, width: float) -> tuple[float, float, float]:
+    """``first − second`` and its MOVER interval (Zou & Donner 2008) from the two means' own
+    intervals, cut to ``[−width, width]`` (two means of numbers in a range of that width differ by
+    at most it): ``d ∓ √((θ̂₁ − l₁)² + (u₂ − θ̂₂)²)``, ``d + √((u₁ − θ̂₁)² + (θ̂₂ − l₂)²)``."""
+    d = first.estimate - second.estimate
+    low = d - math.hypot(first.estimate - first.low, second.high - second.estimate)
+    high = d + math.hypot(first.high - first.estimate, second.estimate - second.low)
+    return d, max(low, -width), min(high, width)
+
+
+def mean_differences(
+    intervals: Mapping[str, Callable[[float], MeanInterval]], level: float, width: float
+) -> tuple[MeanDifference, ...]:
+    """Each group's mean minus the first group's, from ``intervals`` (per group, in order: its mean
+    with its interval at a given level). The differences' intervals hold all at once at ``level``
+    (Bonferroni over the differences): each is MOVER's from the two groups' own intervals at
+    ``1 − (1 − level)/differences``. With two groups, the one difference."""
+    labels = list(intervals)
+    if len(labels) < 2:
+        return ()
+    at = 1 - (1 - level) / (len(labels) - 1)
+    means = {label: intervals[label](at) for label in labels}
+    reference = labels[0]
+    out = []
+    for label in labels[1:]:
+        d, low, high = mover(means[label], means[reference], width)
+        out.append(MeanDifference(label, reference, d, low, high))
+    return tuple(out)
 
 
 def _as_counts(codes: np.ndarray, c: np.ndarray) -> dict[int, int]:
