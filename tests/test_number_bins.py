@@ -170,6 +170,26 @@ def test_randomized_bins_hold_the_exact_interval_at_many_reports():
     assert r.ci_high[0] - r.ci_low[0] < 0.08  # the EM's interval here was [0.536, 0.670]
 
 
+def test_the_ends_are_certified_however_the_fit_converged(monkeypatch):
+    """Each end is the least share over the simplex cut by the log-likelihood's tangent plane at the
+    fitted distribution, a bound that holds at any fit: with the ends' fits cut off before their
+    first step (left at the maximum), the intervals are wider, and still hold the converged ones."""
+    mechanism = HybridNumber(2.0, 0, 30)
+    counts = _codes(mechanism, [0] * 300 + [3] * 100 + [10] * 100 + [25] * 100)
+    good = randomized_bin_shares(mechanism, counts, EDGES)
+    real = number_bins._barrier
+
+    def no_steps_for_the_ends(a, y, w, cost, *rest):
+        return (w, 1.0) if cost is not None else real(a, y, w, cost, *rest)
+
+    monkeypatch.setattr(number_bins, "_barrier", no_steps_for_the_ends)
+    cut_short = randomized_bin_shares(mechanism, counts, EDGES)
+    assert cut_short.shares == good.shares
+    for lo, hi, lo_short, hi_short in zip(good.ci_low, good.ci_high, cut_short.ci_low, cut_short.ci_high, strict=True):
+        assert lo_short <= lo and hi <= hi_short
+    assert sum(cut_short.ci_high) - sum(cut_short.ci_low) > sum(good.ci_high) - sum(good.ci_low) + 0.1
+
+
 def test_a_code_no_true_number_sends_is_left_out():
     """Duchi's reports are the grid's two ends; a forged middle code has likelihood 0 whatever the
     distribution, so it changes nothing of the fit (it still counts in n)."""
