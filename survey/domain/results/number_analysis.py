@@ -10,7 +10,9 @@ reports on direct covariates estimates the true numbers' coefficients without bi
 - **by group** (:func:`compare_number`): each group's mean from its own codes, read from the pair
   tallies (one count per code and group, so the cost is the same for ten respondents or a million),
   with the betting interval of the bounded mechanisms (``mean_breakdown``: every group's interval
-  holds at once, Bonferroni) or, for Laplace, each group's normal interval;
+  holds at once, Bonferroni) or, for Laplace, each group's normal interval; and each answered
+  group's mean minus the first's, with MOVER's interval from the two groups' own intervals
+  (:func:`mean_differences`: they hold together, and never reach beyond the range's width);
 - **regression** (:func:`number_regression`): OLS with heteroskedasticity-consistent (HC3) standard
   errors from each covariate pattern's count, sum of reports and sum of squared reports (one GROUP
   BY over the answers, like the logistic regression of a randomized option).
@@ -169,7 +171,8 @@ def compare_number(
     session: Session, survey: Survey, question_key: str | None, by: str | None, level: float = LEVEL
 ) -> NumberComparison:
     """The randomized number ``question_key``'s mean in each group of the direct question ``by``
-    (those who skipped it in a group of their own), from the pair tallies."""
+    (those who skipped it in a group of their own) and the differences between the groups, from the
+    pair tallies; the figures are kept while the counts read are the same."""
     question = _randomized_number(session, survey, question_key, ("question",))
     other = _question(session, survey, by, ("by",))
     if other.is_randomized or not other.kind_entry.paired:
