@@ -9,6 +9,9 @@ read from the tallies on every request. So a kept result can never be stale: a n
 re-dated batch (:mod:`survey.domain.responses.mixing`) or a repaired tally changes the counts read,
 hence the key, and the numbers are computed afresh. Nothing is kept across processes, and nothing
 but numbers (no rows, no ORM objects): the key's digest and a few lists of floats per question.
+A randomized number's bins (:func:`kept_bins`: the fit, tens of milliseconds) and its means and
+differences by group (:func:`survey.domain.results.number_analysis.compare_number`) are kept the
+same way, keyed on the counts they read.
 """
 
 from __future__ import annotations
