@@ -40,6 +40,7 @@ from survey.domain.results.microdata import microdata_columns as microdata_colum
 from survey.domain.results.split_ballots import split_ballots
 from survey.domain.surveys.kinds import NUMBERS, kind_of
 from survey.domain.surveys.variable_names import NAME_LIMIT, variable_names
+from survey.privacy.number_bins import bin_labels
 
 #: The confidence level of every interval in the exports.
 LEVEL = 0.95
@@ -376,6 +377,32 @@ def _report_design_entry(question: Question) -> dict[str, Any] | None:
     }
 
 
+#: How a number question's bins read (the codebook's note beside them).
+BINS_NOTE = (
+    "The organizer cut the range at these edges; the results give each bin's share with an interval. A value "
+    "on an edge belongs to the bin above it; the last bin holds the range's upper end. Asked directly, a bin's "
+    "share is the share of answers in it (Wilson's interval). Randomized, it is not the share of reports in "
+    "it (a report can lie in any bin, or outside the range): it is estimated from the reports by maximum "
+    "likelihood of the true numbers' distribution, with a profile-likelihood interval (docs/statistics.md)."
+)
+
+
+def _codebook_bins(question: Question) -> dict[str, Any] | None:
+    """A number question's bins as the results give them: the edges, and each bin's label and ends."""
+    if not question.bins:
+        return None
+    low, high = float(question.minimum), float(question.maximum)
+    edges = [float(e) for e in question.bins]
+    ends = [low, *edges, high]
+    return {
+        "edges": edges,
+        "bins": [
+            {"label": label, "from": ends[i], "to": ends[i + 1]} for i, label in enumerate(bin_labels(low, high, edges))
+        ],
+        "note": BINS_NOTE,
+    }
+
+
 def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
     if question.kind_entry.randomized_number:
         return {
@@ -386,6 +413,7 @@ def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
             "randomized": True,
             "required": question.required,
             "range": {"minimum": question.minimum, "maximum": question.maximum},
+            "bins": _codebook_bins(question),
             "options": [],
             "design": _report_design_entry(question),
             "simulated_truth": None,
@@ -399,6 +427,7 @@ def _codebook_question(question: Question, variable: str) -> dict[str, Any]:
             "randomized": False,
             "required": question.required,
             "range": {"minimum": question.minimum, "maximum": question.maximum},
+            "bins": _codebook_bins(question),
             "options": [],
             "design": None,
             "simulated_truth": None,

@@ -9,6 +9,9 @@ read from the tallies on every request. So a kept result can never be stale: a n
 re-dated batch (:mod:`survey.domain.responses.mixing`) or a repaired tally changes the counts read,
 hence the key, and the numbers are computed afresh. Nothing is kept across processes, and nothing
 but numbers (no rows, no ORM objects): the key's digest and a few lists of floats per question.
+A randomized number's bins (:func:`kept_bins`: the fit, tens of milliseconds) and its means and
+differences by group (:func:`survey.domain.results.number_analysis.compare_number`) are kept the
+same way, keyed on the counts they read.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
 from survey.privacy import ConfidenceSequence, Estimate, Mechanism, confidence_sequence, estimate
+from survey.privacy.number_bins import BinShares, pooled_counts, randomized_bin_shares
+from survey.privacy.numeric import NumberMechanism
 
 T = TypeVar("T")
 
@@ -81,6 +86,20 @@ def kept_sequence(mechanism: Mechanism, counts: np.ndarray, level: float) -> Con
     """:func:`survey.privacy.confidence_sequence` of ``counts``, kept while they are the same."""
     key = digest(["sequence", mechanism_key(mechanism), level, _counts_key(counts)])
     return kept(key, lambda: confidence_sequence(mechanism, np.array(counts), level))
+
+
+def kept_bins(
+    mechanism: NumberMechanism, counts: Mapping[int, float], edges: Sequence[float], level: float
+) -> BinShares:
+    """:func:`survey.privacy.number_bins.randomized_bin_shares` of a randomized number's tallies
+    (``{code: count}``), kept while what the fit reads is the same: the mechanism (its class and
+    fields), the edges, the level, the codes pooled as the fit pools them, and n. The fit costs tens
+    of milliseconds whatever n (a convex program over the code runs); a page read again before a
+    new report arrives costs a dictionary look-up (``benchmarks/number_scale.md``)."""
+    pooled = np.ascontiguousarray(pooled_counts(counts), dtype=float)
+    n = round(float(sum(counts.values())))
+    key = digest(["bins", repr(mechanism), repr(tuple(float(e) for e in edges)), level, n, pooled.tobytes()])
+    return kept(key, lambda: randomized_bin_shares(mechanism, counts, edges, level))
 
 
 def forget() -> None:

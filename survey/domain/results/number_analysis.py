@@ -10,7 +10,9 @@ reports on direct covariates estimates the true numbers' coefficients without bi
 - **by group** (:func:`compare_number`): each group's mean from its own codes, read from the pair
   tallies (one count per code and group, so the cost is the same for ten respondents or a million),
   with the betting interval of the bounded mechanisms (``mean_breakdown``: every group's interval
-  holds at once, Bonferroni) or, for Laplace, each group's normal interval;
+  holds at once, Bonferroni) or, for Laplace, each group's normal interval; and each answered
+  group's mean minus the first's, with MOVER's interval from the two groups' own intervals
+  (:func:`mean_differences`: they hold together, and never reach beyond the range's width);
 - **regression** (:func:`number_regression`): OLS with heteroskedasticity-consistent (HC3) standard
   errors from each covariate pattern's count, sum of reports and sum of squared reports (one GROUP
   BY over the answers, like the logistic regression of a randomized option).
@@ -18,16 +20,18 @@ reports on direct covariates estimates the true numbers' coefficients without bi
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, func, select
+from sqlalchemy import BigInteger, and_, cast, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import DECLINED, Answer, Question, Survey
+from survey.domain.models import DECLINED, Answer, AnswerTally, PairTally, Question, Survey
 from survey.domain.results.analysis import (
     LEVEL,
     MAX_REGRESSION_CELLS,
@@ -38,14 +42,42 @@ from survey.domain.results.analysis import (
     _number_of_coefficients,
     _question,
     _too_large,
-    pair_counts,
 )
 from survey.domain.results.csvfile import CsvTable
-from survey.privacy.bounded import MeanInterval, mean_breakdown
+from survey.domain.results.kept import digest, kept
+from survey.privacy.bounded import MeanInterval, mean_interval
 from survey.privacy.linear import LinearResult, linear_regression
 from survey.privacy.numeric import GRID_STEPS
 
-__all__ = ["NumberComparison", "NumberRegression", "compare_number", "number_regression"]
+__all__ = [
+    "MeanDifference",
+    "NumberComparison",
+    "NumberRegression",
+    "compare_number",
+    "mean_differences",
+    "mover",
+    "number_regression",
+]
+
+
+@dataclass(frozen=True)
+class MeanDifference:
+    """One group's mean minus the reference group's, with its interval."""
+
+    label: str
+    reference: str
+    difference: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "minus": self.reference,
+            "difference": self.difference,
+            "ci_low": self.low,
+            "ci_high": self.high,
+        }
 
 
 @dataclass
@@ -61,6 +93,9 @@ class NumberComparison:
     #: Whether the groups' intervals hold all at once (the betting intervals, Bonferroni) or each
     #: alone (Laplace's normal intervals).
     simultaneous: bool
+    #: Each answered group's mean minus the first answered group's (in the options' order), with
+    #: MOVER intervals that hold all at once; empty with fewer than two answered groups.
+    differences: tuple[MeanDifference, ...] = ()
     analysis: str = "number_breakdown"
 
     @property
@@ -89,15 +124,21 @@ class NumberComparison:
                 "ci_low": self.total.low,
                 "ci_high": self.total.high,
             },
+            "reference": self.differences[0].reference if self.differences else None,
+            "differences": [d.to_dict() for d in self.differences],
+            "differences_method": "mover" if self.differences else None,
         }
 
     def csv(self) -> str:
         data = self.to_dict()
         table = CsvTable(NUMBER_BREAKDOWN_COLUMNS)
-        rows = [
-            [data["question"], data["by"], g["label"], g["n"], g["mean"], g["ci_low"], g["ci_high"], data["level"]]
-            for g in [*data["groups"], {"label": "everyone", **data["total"]}]
-        ]
+        differences = {d["label"]: d for d in data["differences"]}
+        rows = []
+        for g in [*data["groups"], {"label": "everyone", **data["total"]}]:
+            d = differences.get(g["label"], {})
+            group = [g["label"], g["n"], g["mean"], g["ci_low"], g["ci_high"], data["level"]]
+            difference = [d.get("minus"), d.get("difference"), d.get("ci_low"), d.get("ci_high")]
+            rows.append([data["question"], data["by"], *group, *difference])
         return table.header() + table.rows(rows)
 
 
@@ -110,6 +151,12 @@ NUMBER_BREAKDOWN_COLUMNS = [
     ("ci_low", "number"),
     ("ci_high", "number"),
     ("level", "number"),
+    # the group's mean minus the reference group's (empty on the reference's row, "no answer" and
+    # "everyone"), with its MOVER interval: all the differences' intervals hold at once at ``level``
+    ("minus", "text"),
+    ("difference", "number"),
+    ("difference_low", "number"),
+    ("difference_high", "number"),
 ]
 
 
@@ -124,37 +171,150 @@ def compare_number(
     session: Session, survey: Survey, question_key: str | None, by: str | None, level: float = LEVEL
 ) -> NumberComparison:
     """The randomized number ``question_key``'s mean in each group of the direct question ``by``
-    (those who skipped it in a group of their own), from the pair tallies."""
+    (those who skipped it in a group of their own) and the differences between the groups, from the
+    pair tallies; the figures are kept while the counts read are the same."""
     question = _randomized_number(session, survey, question_key, ("question",))
     other = _question(session, survey, by, ("by",))
     if other.is_randomized or not other.kind_entry.paired:
         raise DomainError("comparison.number_by_direct", path=("by",), key=other.key)
     mechanism = question.mechanism()
     labels = {o.code: o.label for o in other.options}
-    counts: dict[str, dict[int, int]] = {label: {} for label in labels.values()}
-    skipped: dict[int, int] = {}
-    everyone: dict[int, int] = {}
-    for (code, group), n in pair_counts(session, question, other).items():
-        into = counts[labels[group]] if group in labels else skipped
-        into[code] = into.get(code, 0) + n
-        everyone[code] = everyone.get(code, 0) + n
-    if skipped:
-        counts[NO_ANSWER if NO_ANSWER not in counts else f"({NO_ANSWER})"] = skipped
-    if not everyone:
+    codes, by_group = _codes_by_group(session, question, other)
+    everyone = sum(by_group.values(), np.zeros(codes.size, dtype=np.int64))
+    if not everyone.any():
         raise DomainError("analysis.no_answers", path=("question",), key=question.key)
-    if math.isfinite(mechanism.bound):
-        ends = mechanism.value_of([0, GRID_STEPS])
-        breakdown = mean_breakdown(
-            {label: (mechanism.value_of(list(c)), list(c.values())) if c else ([], []) for label, c in counts.items()},
-            float(ends[0]),
-            float(ends[1]),
-            level,
-        )
-        groups, simultaneous = breakdown.groups, True
+    counts: dict[str, np.ndarray] = {label: np.zeros(codes.size, dtype=np.int64) for label in labels.values()}
+    skipped = np.zeros(codes.size, dtype=np.int64)
+    for group, c in by_group.items():
+        into = counts[labels[group]] if group in labels else skipped
+        into += c
+    if skipped.any():
+        counts[NO_ANSWER if NO_ANSWER not in counts else f"({NO_ANSWER})"] = skipped
+    options = list(labels.values())
+    groups, total, simultaneous, differences = kept(
+        digest(
+            [
+                "number_breakdown",
+                repr(mechanism),
+                level,
+                codes.tobytes(),
+                *(part for label, c in counts.items() for part in (label, c.tobytes())),
+            ]
+        ),
+        lambda: _group_means(mechanism, codes, counts, everyone, level, options),
+    )
+    return NumberComparison(survey, question, other, dict(groups), total, level, simultaneous, differences)
+
+
+def _codes_by_group(session: Session, question: Question, other: Question) -> tuple[np.ndarray, dict[Any, np.ndarray]]:
+    """The randomized number's codes (sorted) and, per value of ``other`` (None: did not answer it),
+    how many reported each code: :func:`~survey.domain.results.analysis.pair_counts` as arrays,
+    without the number's declines (its answer tally counts them under :data:`DECLINED`, which is no
+    report: the pair tallies hold reports only). The two GROUP BYs over the tallies are most of the
+    cost; the rows come back as whole numbers on the connection (no ORM rows, no Decimals) and are
+    summed by numpy."""
+    low, high = sorted((question, other), key=lambda q: q.id)
+    connection = session.connection()
+    pairs = connection.execute(
+        select(PairTally.value, PairTally.other_value, cast(func.sum(PairTally.count), BigInteger))
+        .where(PairTally.question_id == low.id, PairTally.other_id == high.id)
+        .group_by(PairTally.value, PairTally.other_value)
+    ).all()
+    totals = connection.execute(
+        select(AnswerTally.value, cast(func.sum(AnswerTally.count), BigInteger))
+        .where(AnswerTally.question_id == question.id, *([AnswerTally.value != DECLINED] if question.decline else []))
+        .group_by(AnswerTally.value)
+    ).all()
+    pair = _as_array(pairs, 3)
+    if low is not question:
+        pair[:, [0, 1]] = pair[:, [1, 0]]
+    total = _as_array(totals, 2)
+    codes = np.unique(np.concatenate([pair[:, 0], total[:, 0]]))
+    size = codes.size
+    at = np.searchsorted(codes, pair[:, 0])
+    by_group: dict[Any, np.ndarray] = {}
+    for group in np.unique(pair[:, 1]).tolist():
+        mine = pair[:, 1] == group
+        by_group[group] = np.bincount(at[mine], weights=pair[mine, 2], minlength=size).astype(np.int64)
+    answered = sum(by_group.values(), np.zeros(size, dtype=np.int64))
+    everyone = np.bincount(np.searchsorted(codes, total[:, 0]), weights=total[:, 1], minlength=size).astype(np.int64)
+    if (everyone - answered).any():
+        by_group[None] = np.maximum(everyone - answered, 0)
+    return codes, by_group
+
+
+def _as_array(rows: Sequence[Any], width: int) -> np.ndarray:
+    """Rows of whole numbers as an array (np.array on the rows themselves probes each one for the
+    array protocol, a caught exception per row: ten times the query's own time)."""
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+    return flat.reshape(-1, width)
+
+
+def _group_means(
+    mechanism: Any,
+    codes: np.ndarray,
+    counts: dict[str, np.ndarray],
+    everyone: np.ndarray,
+    level: float,
+    options: Sequence[str],
+) -> tuple[dict[str, MeanInterval], MeanInterval, bool, tuple[MeanDifference, ...]]:
+    """Each group's mean of the codes' reports and everyone's, with the mechanism's intervals, and
+    the differences between the answered option groups (:func:`mean_differences`)."""
+    bounded = math.isfinite(mechanism.bound)
+    values = mechanism.value_of(codes)
+    ends = mechanism.value_of([0, GRID_STEPS]) if bounded else None
+
+    def interval(c: np.ndarray, at: float) -> MeanInterval:
+        if bounded:
+            return mean_interval(values[c > 0], c[c > 0], float(ends[0]), float(ends[1]), at)
+        return mechanism.estimate(_as_counts(codes, c), at)
+
+    if bounded:
+        each = 1 - (1 - level) / max(sum(1 for c in counts.values() if c.any()), 1)  # Bonferroni
+        groups = {label: interval(c, each) for label, c in counts.items() if c.any()}
     else:  # Laplace: each group's normal interval (it needs two reports)
-        groups = {label: mechanism.estimate(c, level) for label, c in counts.items() if sum(c.values()) >= 2}
-        simultaneous = False
-    return NumberComparison(survey, question, other, groups, mechanism.estimate(everyone, level), level, simultaneous)
+        groups = {label: interval(c, level) for label, c in counts.items() if c.sum() >= 2}
+    answered = [label for label in options if label in groups]
+    differences = mean_differences(
+        {label: (lambda at, c=counts[label]: interval(c, at)) for label in answered},
+        level,
+        mechanism.high - mechanism.low,
+    )
+    return groups, mechanism.estimate(_as_counts(codes, everyone), level), bounded, differences
+
+
+def mover(first: MeanInterval, second: MeanInterval, width: float) -> tuple[float, float, float]:
+    """``first − second`` and its MOVER interval (Zou & Donner 2008) from the two means' own
+    intervals, cut to ``[−width, width]`` (two means of numbers in a range of that width differ by
+    at most it): ``d ∓ √((θ̂₁ − l₁)² + (u₂ − θ̂₂)²)``, ``d + √((u₁ − θ̂₁)² + (θ̂₂ − l₂)²)``."""
+    d = first.estimate - second.estimate
+    low = d - math.hypot(first.estimate - first.low, second.high - second.estimate)
+    high = d + math.hypot(first.high - first.estimate, second.estimate - second.low)
+    return d, max(low, -width), min(high, width)
+
+
+def mean_differences(
+    intervals: Mapping[str, Callable[[float], MeanInterval]], level: float, width: float
+) -> tuple[MeanDifference, ...]:
+    """Each group's mean minus the first group's, from ``intervals`` (per group, in order: its mean
+    with its interval at a given level). The differences' intervals hold all at once at ``level``
+    (Bonferroni over the differences): each is MOVER's from the two groups' own intervals at
+    ``1 − (1 − level)/differences``. With two groups, the one difference."""
+    labels = list(intervals)
+    if len(labels) < 2:
+        return ()
+    at = 1 - (1 - level) / (len(labels) - 1)
+    means = {label: intervals[label](at) for label in labels}
+    reference = labels[0]
+    out = []
+    for label in labels[1:]:
+        d, low, high = mover(means[label], means[reference], width)
+        out.append(MeanDifference(label, reference, d, low, high))
+    return tuple(out)
+
+
+def _as_counts(codes: np.ndarray, c: np.ndarray) -> dict[int, int]:
+    return {int(code): int(n) for code, n in zip(codes, c, strict=True) if n > 0}
 
 
 # -- regression ------------------------------------------------------------------------------------

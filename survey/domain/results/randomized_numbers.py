@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from survey.domain.models import Question
+from survey.domain.results.kept import kept_bins
 from survey.domain.results.numbers import LIVE_TUNED_FOR
 from survey.domain.surveys.wording import epsilon_text
 from survey.privacy.bounded import MeanInterval
 from survey.privacy.designs import design_name
-from survey.privacy.number_bins import BinShares, randomized_bin_shares
+from survey.privacy.number_bins import BinShares
 
 __all__ = ["RandomizedNumberSummary", "summarize_reports"]
 
@@ -141,5 +142,5 @@ def summarize_reports(
         if math.isfinite(mechanism.bound):  # Laplace's reports have no bound, so no live interval
             live = mechanism.estimate(kept, level, tuned_for=LIVE_TUNED_FOR)
             if question.bins:
-                bins = randomized_bin_shares(mechanism, kept, question.bins, level)
+                bins = kept_bins(mechanism, kept, question.bins, level)  # the fit, once per tallies
     return RandomizedNumberSummary(question, mechanism, n, interval, level, live, bins)
