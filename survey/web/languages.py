@@ -56,7 +56,9 @@ def offered() -> list[str]:
 
 def _survey_languages() -> list[str] | None:
     slug = (request.view_args or {}).get("slug")
-    if not isinstance(slug, str):
+    if not isinstance(slug, str) or g.get("database_unavailable"):
+        # a page saying the database is away asks it nothing more (its words are the app's own: any
+        # language); a statement here would wait on, or fail like, the one that could not run
         return None
     try:
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
