@@ -31,7 +31,7 @@ from survey.domain.errors import DomainError
 from survey.domain.models import Question
 from survey.domain.responses.tallies import QuestionResult, question_mechanism
 from survey.domain.results.analysis import pair_counts
-from survey.domain.surveys.arms import ArmGroup, forced_yes, groups_of
+from survey.domain.surveys.arms import ArmGroup, groups_of, noncompliance_pair
 from survey.privacy.arms import ArmDifference, randomized_minus_direct
 from survey.privacy.noncompliance import NonComplianceFit, cheating_detection, stochastic_lie_detector
 
@@ -121,12 +121,7 @@ def _differences(ballot: SplitBallot, level: float) -> None:
 
 
 def _noncompliance(ballot: SplitBallot, level: float) -> None:
-    candidates = [(a, forced_yes(a.question, a.result.mechanism)) for a in ballot.arms]
-    usable = [(a, p) for a, p in candidates if p is not None]
-    pair = next(
-        ((x, y) for i, x in enumerate(usable) for y in usable[i + 1 :] if abs(x[1] - y[1]) > 1e-9),
-        None,
-    )
+    pair = noncompliance_pair((a, a.result.mechanism) for a in ballot.arms)
     if pair is None:
         if len([a for a in ballot.arms if a.question.is_randomized_option]) >= 2:
             ballot.notes.append(

@@ -28,12 +28,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from survey.domain import validation
 from survey.domain.validation import Place
 
-__all__ = ["ARM_FIELDS", "Arm", "ArmGroup", "check_groups", "composed", "forced_yes", "groups_of", "parse_arm"]
+__all__ = [
+    "ARM_FIELDS",
+    "Arm",
+    "ArmGroup",
+    "check_groups",
+    "composed",
+    "forced_yes",
+    "groups_of",
+    "noncompliance_pair",
+    "parse_arm",
+]
+
+T = TypeVar("T")
 
 #: What a question's ``arm`` object holds in a spec.
 ARM_FIELDS = frozenset({"group", "share"})
@@ -136,6 +148,16 @@ def forced_yes(question: Any, mechanism: Any) -> float | None:
     if abs(float(matrix[0][0]) - 1.0) > CERTAIN:
         return None
     return float(matrix[0][1])
+
+
+def noncompliance_pair(arms: Iterable[tuple[T, Any]]) -> tuple[tuple[T, float], tuple[T, float]] | None:
+    """The first two of ``arms`` (each ``(arm, its mechanism)``) the non-compliance models can be
+    fitted on: yes/no arms whose designs make every "yes" carrier answer "yes" (:func:`forced_yes`)
+    with different chances of a forced "yes"; each with that chance. None when there are no two."""
+    # an arm is a question, or a result that holds one
+    found = ((arm, forced_yes(getattr(arm, "question", arm), mechanism)) for arm, mechanism in arms)
+    usable = [(arm, p) for arm, p in found if p is not None]
+    return next(((x, y) for i, x in enumerate(usable) for y in usable[i + 1 :] if abs(x[1] - y[1]) > 1e-9), None)
 
 
 def composed(items: Iterable[tuple[str | None, float]]) -> list[float]:

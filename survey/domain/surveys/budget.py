@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Design, Question, Survey
-from survey.domain.surveys.arms import composed, forced_yes, groups_of
+from survey.domain.surveys.arms import composed, groups_of, noncompliance_pair
 from survey.domain.surveys.outline import option_counts, question_list
 from survey.domain.surveys.planning import PLANNING_LEVEL, PLANNING_SHARE
 from survey.domain.validation import within_cap
@@ -290,9 +290,7 @@ def ballot_plans(questions: list[Question], counts: dict[int, int], margin: floa
             plan = dataclasses.replace(
                 plan, difference=(r.key, d.key), difference_needed=math.ceil(z * z * variance / margin**2)
             )
-        forced = [(q, forced_yes(q, mechanisms.get(q.key))) for q in randomized]
-        usable = [(q, p) for q, p in forced if p is not None]
-        pair = next(((x, y) for i, x in enumerate(usable) for y in usable[i + 1 :] if abs(x[1] - y[1]) > 1e-9), None)
+        pair = noncompliance_pair((q, mechanisms.get(q.key)) for q in randomized)
         if pair is not None:
             (a, pa), (b, pb) = pair
             both = share[a.key] + share[b.key]
