@@ -270,13 +270,7 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
         # respondents, not the rates they were drawn from (a 95% interval is about the population,
         # but a reader checks it against the one truth there is to see).
         q.simulated_truth = (np.bincount(truth, minlength=len(q.options)) / respondents).tolist()
-    start = dt.date.today() - dt.timedelta(days=13)
-    days = rng.integers(0, 14, size=respondents)
-    # RETURNING, not explicit ids: on PostgreSQL explicit ids would leave the id sequence behind.
-    ids = session.scalars(
-        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
-        [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
-    ).all()
+    ids = insert_submissions(session, survey, respondents, rng)
     session.execute(
         insert(Answer),
         [
@@ -286,6 +280,20 @@ def simulate_respondents(session: Session, survey: Survey, respondents: int, see
         ],
     )
     rebuild_tallies(session, survey)
+
+
+def insert_submissions(session: Session, survey: Survey, respondents: int, rng: np.random.Generator) -> list[int]:
+    """Insert ``respondents`` simulated submissions to ``survey``, spread over the last two weeks;
+    their ids, in order (their answers and the tallies are the caller's)."""
+    start = dt.date.today() - dt.timedelta(days=13)
+    days = rng.integers(0, 14, size=respondents)
+    # RETURNING, not explicit ids: on PostgreSQL explicit ids would leave the id sequence behind.
+    return list(
+        session.scalars(
+            insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
+            [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
+        ).all()
+    )
 
 
 def create_demo(session: Session, respondents: int = DEMO_RESPONDENTS) -> Survey:

@@ -9,17 +9,16 @@ beside the estimate, and the rates below are what the non-compliance fit should 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from survey.domain.models import Answer, Submission, Survey
+from survey.domain.models import Answer, Survey
 from survey.domain.responses.tallies import rebuild_tallies
 from survey.domain.surveys.arms import groups_of
-from survey.domain.surveys.demo import ensure_demo_user
+from survey.domain.surveys.demo import ensure_demo_user, insert_submissions
 from survey.domain.surveys.specs import create_survey_from_spec
 
 VALIDATION_SLUG = "asking-honestly"
@@ -115,12 +114,7 @@ def create_validation_demo(session: Session, respondents: int = VALIDATION_RESPO
             # beside the estimate: the true share among those asked this way
             q.simulated_truth = (np.bincount(truth[mine], minlength=2) / max(int(mine.sum()), 1)).tolist()
     survey.is_simulated = True
-    start = dt.date.today() - dt.timedelta(days=13)
-    days = rng.integers(0, 14, size=respondents)
-    ids = session.scalars(
-        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
-        [{"survey_id": survey.id, "submitted_on": start + dt.timedelta(days=int(d))} for d in days],
-    ).all()
+    ids = insert_submissions(session, survey, respondents, rng)
     session.execute(
         insert(Answer),
         [
