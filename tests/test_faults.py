@@ -126,6 +126,12 @@ def legacy(document: dict) -> dict:
     return {name: document[name] for name in ("error", "status", "path")}
 
 
+def last_traceback(log_text: str) -> str:
+    """The server's last logged traceback, to say why a request failed when one did."""
+    start = log_text.rfind("Traceback (most recent call last)")
+    return log_text[start : start + 6000] if start >= 0 else "(no traceback in the server's log)"
+
+
 def outage_lines(log_text: str) -> tuple[int, int]:
     return log_text.count(UNAVAILABLE_LINE), log_text.count(AVAILABLE_LINE)
 
@@ -192,7 +198,7 @@ def test_a_crash_during_submissions_is_answered_503_logged_once_and_loses_nothin
             stop.set()
             for t in threads:
                 t.join(timeout=DEADLINE)
-        assert not wrong, wrong[:5]
+        assert not wrong, (wrong[:5], last_traceback(log.read_text()))
 
         # Each worker that logged the outage logs its end at its next request: keep asking until
         # both have (every one of these requests must succeed too).
@@ -491,3 +497,60 @@ def test_a_close_on_a_stale_survey_is_refused_not_written_again(app, precise):
                 lifecycle.close(theirs)
             second.rollback()
         assert closes(precise) == ["open"]
+
+
+def test_a_connection_lost_while_choosing_the_page_language_is_an_outage_not_a_500(pg, pg_database, captured):
+    """The respondent's page chooses its language with a query of its own (the survey's languages),
+    made halfway through the view, or while an error page is made. A connection lost during that
+    query used to be passed over: the view went on with a session whose transaction had gone with
+    the connection, and its next statement raised "Can't reconnect until invalid transaction is
+    rolled back", a 500 (a crash under load met it now and then). It is the outage, met in another
+    statement: 503, in the view and in an error page alike."""
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": pg_database,
+            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"application_name": "survey-language"}},
+            "SECRET_KEY": "t",
+            "WTF_CSRF_ENABLED": False,
+            "RATELIMIT_ENABLED": False,
+            "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+        }
+    )
+    with app.app_context():
+        upgrade_database()
+        create_survey_from_spec(db.session, SMALL_SPEC)
+        user = User(username="bob")
+        user.set_password("correct horse battery")
+        db.session.add(user)
+        db.session.commit()
+    respondent, stranger = app.test_client(), app.test_client()
+    signed_in = stranger.post("/auth/login", data={"username": "bob", "password": "correct horse battery"})
+    assert signed_in.status_code == 302
+    assert respondent.get("/s/small-test").status_code == 200
+    assert stranger.get("/s/small-test/preview").status_code == 404  # not an organizer of it
+    name = pg_database.rsplit("/", 1)[1]
+    waiting = "SELECT pid FROM pg_stat_activity WHERE application_name = 'survey-language' AND wait_event_type = 'Lock'"
+
+    def lose_the_languages_query(client, path: str):
+        with pg.connect(name) as locker:
+            locker.execute("BEGIN")
+            locker.execute("LOCK TABLE survey_translations IN ACCESS EXCLUSIVE MODE")  # only the languages read it
+            outcome = {}
+            reader = threading.Thread(target=lambda: outcome.update(r=client.get(path)))
+            reader.start()
+            wait_until(lambda: locker.execute(waiting).fetchone() is not None, "the languages' query to wait")
+            locker.execute(f"SELECT pg_terminate_backend(pid) FROM ({waiting}) AS w")
+            locker.execute("ROLLBACK")
+            reader.join(timeout=DEADLINE)
+        return outcome["r"]
+
+    for client, path in ((respondent, "/s/small-test"), (stranger, "/s/small-test/preview")):
+        page = lose_the_languages_query(client, path)
+        assert page.status_code == 503, (path, page.get_data(as_text=True)[:300])
+        assert shows(page.get_data(), PAGE_UNAVAILABLE) and page.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
+        assert client.get(path).status_code in (200, 404)  # and the next request is served as before
+    assert respondent.get("/s/small-test").status_code == 200
+    assert captured.count(AVAILABLE_LINE) == 2  # each loss was an outage, ended by the next request
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()

@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from survey.domain.messages import N_, message
 from survey.domain.validation import text_problem
+from survey.platform.connections import UNAVAILABLE, is_unavailable
 
 #: Endpoints that parse their own (larger) bodies; reading request.form early would apply the
 #: app-wide size limit to them. (An upload of responses is read strictly by
@@ -111,8 +112,6 @@ def signed_in() -> bool:
 
 def _signed_in_or_unknown() -> bool:
     """:func:`signed_in`, or True when the database cannot say (the safe answer for caching)."""
-    from .connections import UNAVAILABLE
-
     try:
         return signed_in()
     except UNAVAILABLE:
@@ -184,6 +183,11 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
+        original = getattr(error, "original_exception", None)
+        if isinstance(original, UNAVAILABLE) and is_unavailable(original):
+            # The database went away while an error page was being made (a 404's page asks which
+            # languages its survey has): the outage's own handler answers, 503, as anywhere else.
+            return current_app.handle_user_exception(original)
         status = error.code or 500
         message = MESSAGES.get(status, error.description or SOMETHING_WRONG)
         if status == 400 and error.description and "browser (or proxy)" not in error.description:

@@ -28,6 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from survey.domain.accounts.access import allowed
 from survey.domain.models import Survey
 from survey.domain.surveys.content_translations import languages_of_survey
+from survey.platform.connections import UNAVAILABLE, is_unavailable
 from survey.platform.extensions import db
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
 
@@ -65,7 +66,15 @@ def _survey_languages() -> list[str] | None:
         if survey is None or (survey.is_draft and not allowed(current_user, survey, "edit")):
             return None
         return languages_of_survey(db.session, survey)
-    except SQLAlchemyError:  # the page that says the database is away is still to be shown
+    except UNAVAILABLE as error:
+        if is_unavailable(error):
+            # The request's transaction went with its connection: the view must not go on as if it
+            # had read the page (its next statement would fail as "invalid transaction", a 500, and a
+            # change it made would be lost). Answered 503, as where the view meets it itself; met in
+            # an error page, survey.web.common answers 503 as well.
+            raise
+        return None
+    except SQLAlchemyError:  # an error page after a statement that left the session unusable
         return None
 
 
