@@ -6,14 +6,18 @@
   pages.
 - The sentences respond.js shows come translated (a required question left unanswered).
 - The language switch: before any answer it takes the respondent to the same page in Spanish; once
-  an answer is given it is gone, so that following it cannot lose the answers, which the page keeps
-  nowhere else (never in storage); the answers stay, and the form sends in the language chosen.
+  an answer is given it changes the page's language in place (switch.js), from Spanish to Arabic and
+  back, keeping every answer, an opened panel and a question marked unanswered, asking the server
+  for nothing but the page in that language; the form then sends in the language chosen. A page it
+  cannot carry over without touching an input changes nothing and says so.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -103,17 +107,118 @@ def test_the_switch_changes_the_language_before_answering_and_never_loses_answer
     expect(page.locator("#submit-button")).to_have_text("Enviar mis respuestas")
     assert [c["value"] for c in context.cookies() if c["name"] == "lang"] == ["es"]
 
-    # the first answer takes the switch away: the answers are on this page only
+    # answered (and one required question left out): the switch now changes the page in place
     page.click("label[for='cannabis-1']")
-    expect(page.locator("#language-switch")).to_be_hidden()
+    page.click("label[for='sedatives-3']")
+    page.click("label[for='age_group-2']")
     page.fill("#weekly_drinks-number", "3")
-    expect(page.locator("#cannabis-1")).to_be_checked()
+    page.fill("#drinks_last_week-number", "4.5")
+    page.locator("fieldset[data-key=cheating] details.protection > summary").click()
+    page.click("#submit-button")
+    expect(page.locator("#form-status")).to_contain_text("marcada")  # Spanish, from respond.js
+    expect(page.locator("fieldset[data-key=cheating]")).to_have_class(re.compile("missing"))
+    page.evaluate("() => { window.sameDocument = true; }")  # gone if the page were loaded again
+    seen = []
+    page.on("request", lambda r: seen.append((r.method, r.url, r.post_data or "")))
+    switch.get_by_role("link", name="العربية").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ar")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+    expect(page.locator("#submit-button")).to_have_text("أرسل إجاباتي")
+    expect(page.locator("#privacy-heading")).to_have_text("كيف تُحمى إجاباتك")
+    expect(switch.locator("a[aria-current]")).to_have_text("العربية")
+    assert page.evaluate("() => window.sameDocument") is True
+    assert page.url.endswith("?lang=ar")
+    assert [c["value"] for c in context.cookies() if c["name"] == "lang"] == ["ar"]
+    # everything the respondent did is where it was
+    for chosen in ("cannabis-1", "sedatives-3", "age_group-2"):
+        expect(page.locator("#" + chosen)).to_be_checked()
     expect(page.locator("#weekly_drinks-number")).to_have_value("3")
-    # nothing of them in storage (memo.js keeps its secret there, and only that)
+    expect(page.locator("#drinks_last_week-number")).to_have_value("4.5")
+    expect(page.locator("fieldset[data-key=cheating] details.protection")).to_have_attribute("open", "")
+    expect(page.locator("fieldset[data-key=cheating]")).to_have_class(re.compile("missing"))
+    # the switch asked for the page in Arabic (and its script), and sent nothing else
+    assert [m for m, _, _ in seen] == ["GET"] * len(seen)
+    paths = [urlsplit(u).path for _, u, _ in seen]
+    assert all(p == DEMO or re.fullmatch(r"/static/js/respond/switch\.\w+\.js", p) for p in paths), seen
+    assert [urlsplit(u).query for _, u, _ in seen if urlsplit(u).path == DEMO] == ["lang=ar"]
+    # nothing of the answers in storage (memo.js keeps its secret there, and only that)
     stored = page.evaluate("() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
     assert "cannabis" not in stored and "weekly_drinks" not in stored
+
+    # back to Spanish (the script is loaded now), and the page sends in it
+    seen.clear()
+    switch.get_by_role("link", name="Español").click()
+    expect(page.locator("html")).to_have_attribute("dir", "ltr")
+    expect(page.locator("#submit-button")).to_have_text("Enviar mis respuestas")
+    expect(page.locator("#weekly_drinks-number")).to_have_value("3")
+    assert [urlsplit(u).query for _, u, _ in seen] == ["lang=es"]
+    page.click("label[for='cheating-0']")
+    page.click("label[for='drink_driving-0']")
+    page.click("label[for='harassment-0']")
+    with page.expect_navigation():
+        page.click("#submit-button")
+    assert urlsplit(page.url).path == DEMO + "/thanks"
+    expect(page.locator("html")).to_have_attribute("lang", "es")
+    posted = dict(parse_qsl(next(d for m, _, d in seen if m == "POST"), keep_blank_values=True))
+    assert posted["q_weekly_drinks"] == "3" and posted["q_age_group"] == "2"
+    assert "lang" not in posted and "4.5" not in posted.values()  # a randomized number goes as its report
 
     # the cookie (the language's code only) keeps Spanish on the next pages, Arabic browser or not
     page.goto(base + DEMO + "/privacy")
     expect(page.locator("html")).to_have_attribute("lang", "es")
     expect(page.locator("#answer-heading")).to_have_text("¿Puede alguien averiguar sus respuestas?")
+
+
+def test_a_switch_that_cannot_keep_the_answers_changes_nothing_and_says_so(live_server, context):
+    """Where the page in the other language differs in a part that holds an input (here: made so by
+    the test, on its way back from the server: the first question's fieldset is a div), the page
+    changes nothing, keeps the answers and says why, in its own language."""
+    _, base = live_server
+    page = context.new_page()
+    page.goto(base + DEMO + "?lang=es")
+    page.click("label[for='cannabis-1']")
+
+    def a_question_changed_shape(route):
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace("<fieldset", "<div", 1))
+
+    page.route("**/s/health-and-habits?lang=ar", a_question_changed_shape)
+    page.locator("#language-switch").get_by_role("link", name="العربية").click()
+    expect(page.locator("#form-status")).to_contain_text("sin perder sus respuestas")
+    expect(page.locator("html")).to_have_attribute("lang", "es")
+    expect(page.locator("#submit-button")).to_have_text("Enviar mis respuestas")
+    expect(page.locator("#cannabis-1")).to_be_checked()
+    assert urlsplit(page.url).query == "lang=es"
+
+
+def test_a_sending_in_doubt_stays_in_doubt_across_the_switch_and_is_sent_again_byte_for_byte(live_server, context):
+    """An attempt that got no answer may have been stored: after the switch the page still says so,
+    in the new language, and sending again posts the very same body (same key, same reports), which
+    the server stores once."""
+    _, base = live_server
+    page = context.new_page()
+    page.goto(base + DEMO + "?lang=es")
+    for answer in ("cannabis-1", "cheating-0", "drink_driving-0", "harassment-1", "sedatives-0", "age_group-1"):
+        page.click(f"label[for='{answer}']")
+    bodies = []
+
+    def server_error(route):
+        bodies.append(route.request.post_data)
+        route.fulfill(status=500, body="")
+
+    page.route(
+        "**/s/health-and-habits",
+        lambda route: server_error(route) if route.request.method == "POST" else route.continue_(),
+    )
+    page.click("#submit-button")
+    expect(page.locator("#submit-button")).to_have_text("Enviar de nuevo")
+    page.unroute("**/s/health-and-habits")
+    page.locator("#language-switch").get_by_role("link", name="العربية").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ar")
+    expect(page.locator("#submit-button")).to_have_text("أعد الإرسال")
+    expect(page.locator("#form-status")).to_contain_text("500")
+    expect(page.locator("#form-status")).not_to_contain_text("servidor")
+    with page.expect_request(lambda r: r.method == "POST") as sent, page.expect_navigation():
+        page.click("#submit-button")
+    assert sent.value.post_data == bodies[0]
+    assert urlsplit(page.url).path == DEMO + "/thanks"

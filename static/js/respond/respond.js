@@ -59,7 +59,8 @@
   // byte while the answers are unchanged, so that a retry repeats the same reports (a fresh draw
   // would be a second, independent look at the same true answer).
   var last = null;
-  // Whether an attempt of this filling got no answer: it may have been stored.
+  // Whether an attempt of this filling got no answer, and why (it may have been stored): false, or
+  // [the name of the sentence that says why, its values].
   var inDoubt = false;
   // This filling's fresh draws, by question and true answer: a retry with one answer changed draws
   // again for that answer only (never a second look at an unchanged one).
@@ -67,18 +68,25 @@
   // An organizer's preview (data-preview): the page works, but nothing can be sent from it.
   var preview = form.hasAttribute("data-preview");
 
+  /* Add the script a placeholder names (its data-src) to the page, then ``done``. Marked as added, not
+     the page's own (switch.js passes it over). */
+  function load(placeholder, done) {
+    var script = document.createElement("script");
+    script.src = placeholder.dataset.src;
+    script.setAttribute("data-added", "");
+    script.onload = done || null;
+    document.body.appendChild(script);
+  }
+
   // "Try it" (try.js) is for the few who open a question's panel: its script comes with the first
   // opening, not with the page, so a first visit downloads less. (toggle does not bubble: captured.)
   var tryScript = document.getElementById("try-script");
   if (tryScript) {
     var loadTry = function (event) {
-      if (!event.target.open || !event.target.querySelector("[data-try-for]")) {
-        return;
+      if (event.target.open && event.target.querySelector("[data-try-for]")) {
+        form.removeEventListener("toggle", loadTry, true);
+        load(tryScript);
       }
-      form.removeEventListener("toggle", loadTry, true);
-      var script = document.createElement("script");
-      script.src = tryScript.dataset.src;
-      document.body.appendChild(script);
     };
     form.addEventListener("toggle", loadTry, true);
   }
@@ -382,14 +390,18 @@
     }
   }
 
-  function uncertain(why) {
-    inDoubt = true;
-    window.addEventListener("beforeunload", holdOnLeaving);
-    say(
-      "alert",
-      why + " " + word("may_have_arrived") + (shared ? " " + word("clear_before_leaving") : "")
-    );
+  /* What the page says while an attempt's outcome is unknown, in the page's language. */
+  function sayInDoubt() {
+    var why = word(inDoubt[0], inDoubt[1]);
+    say("alert", why + " " + word("may_have_arrived") + (shared ? " " + word("clear_before_leaving") : ""));
     ready(word("send_again"));
+  }
+
+  /* An attempt got no answer (``reason``: the name of the sentence that says why, and its values). */
+  function uncertain(reason, values) {
+    inDoubt = [reason, values];
+    window.addEventListener("beforeunload", holdOnLeaving);
+    sayInDoubt();
     showStatus();
   }
 
@@ -429,16 +441,41 @@
     showStatus();
   }
 
-  /* The language switch (base.html) reloads the page, and the answers are kept nowhere but on it (never
-   * in storage): once the respondent answers anything, the switch goes, so that it cannot lose them. */
-  function hideLanguageSwitch(event) {
-    var languages = document.getElementById("language-switch");
-    if (languages && !event.target.hasAttribute("data-try")) {
-      languages.hidden = true;
-    }
+  /* The language switch (base.html) is a link to this page in another language. Before any answer,
+   * following it loses nothing. After one, switch.js (loaded then) changes the page's language in
+   * place instead: following the link would reload the page and lose the answers, which are kept
+   * nowhere but on it (never in storage, never sent). */
+  var answered = false;
+  function noteAnswer(event) {
+    answered = answered || !event.target.hasAttribute("data-try");
   }
-  form.addEventListener("input", hideLanguageSwitch);
-  form.addEventListener("change", hideLanguageSwitch);
+  form.addEventListener("input", noteAnswer);
+  form.addEventListener("change", noteAnswer);
+  var switchScript = document.getElementById("switch-script");
+  if (switchScript) {
+    document.getElementById("language-switch").addEventListener("click", function (event) {
+      var link = event.target.closest("a[href]");
+      if (link && answered && event.button === 0 && !(event.ctrlKey || event.metaKey || event.shiftKey || event.altKey)) {
+        event.preventDefault(); // a plain click (not "open in a new tab"), once there is something to lose
+        var follow = function () {
+          window.SurveySwitch.follow(link);
+        };
+        if (!sending) {
+          window.SurveySwitch ? follow() : load(switchScript, follow);
+        }
+      }
+    });
+  }
+
+  /* The page now reads in another language (switch.js): this script's sentences follow. What it had
+     written (the status line) was replaced by the page's; what still holds is said again. */
+  document.addEventListener("survey:translated", function () {
+    WORDS = JSON.parse(document.getElementById("respond-words").dataset.words);
+    sendLabel = button.textContent; // the page's "Send my answers", now in that language
+    if (inDoubt) {
+      sayInDoubt();
+    }
+  });
 
   form.addEventListener("input", function (event) {
     var fieldset = event.target.closest("fieldset.question[data-number]");
@@ -542,13 +579,13 @@
                   refused(response.status, html);
                 });
               } else if (response.status >= 500) {
-                uncertain(word("server_problem", { status: response.status }));
+                uncertain("server_problem", { status: response.status });
               } else {
-                uncertain(word("unexpected_answer", { status: response.status }));
+                uncertain("unexpected_answer", { status: response.status });
               }
             },
             function () {
-              uncertain(word("connection_failed"));
+              uncertain("connection_failed");
             }
           );
         },
