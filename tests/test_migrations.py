@@ -316,3 +316,103 @@ def test_nothing_but_the_migrations_creates_tables():
         if path.name != "test_migrations.py" and re.search(r"(?<![`\w.])[\w.]+\.create_all\(", source):
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_a_randomized_numbers_cells_are_gathered_one_row_per_code_by_0023(empty_app):
+    """From 0023 a randomized number's report code (inside its grid) names its shard. Cells counted
+    before it, spread over random shards, are gathered into that shard, holding their sum; every
+    other cell (a yes/no's, a direct question's, the grid's ends) keeps its rows as they were."""
+    init_db(empty_app)
+    spec = {
+        **SMALL_SPEC,
+        "questions": [
+            {"key": "used", "kind": "yes_no", "text": "Used?", "privacy": {"design": "warner", "p": 0.75}},
+            {"key": "region", "kind": "direct", "text": "Region?", "options": ["north", "south"]},
+            {
+                "key": "drinks",
+                "kind": "rr_number",
+                "text": "Drinks?",
+                "minimum": 0,
+                "maximum": 30,
+                "privacy": {"design": "hybrid", "epsilon": 1},
+            },
+        ],
+    }
+    rng = np.random.default_rng(23)
+    with empty_app.app_context():
+        survey = create_survey_from_spec(db.session, spec)
+        db.session.commit()
+        used, region, drinks = (q.id for q in survey.questions)
+        db.session.remove()
+        command.downgrade(alembic_config(), "0022")
+        with db.engine.begin() as conn:
+            for s in range(1, 201):  # stored as before 0023: each submission's cells in a random shard
+                conn.execute(
+                    text("INSERT INTO submissions (id, survey_id, submitted_on) VALUES (:s, :v, '2026-01-02')"),
+                    {"s": s, "v": survey.id},
+                )
+                values = {
+                    used: int(rng.integers(2)),
+                    region: int(rng.integers(2)),
+                    drinks: int(rng.choice([0, 7, 999, 1500, 2000])),
+                }
+                for q, v in values.items():
+                    conn.execute(
+                        text("INSERT INTO answers (submission_id, question_id, value) VALUES (:s, :q, :v)"),
+                        {"s": s, "q": q, "v": v},
+                    )
+            conn.execute(text("DELETE FROM answer_tallies"))
+            conn.execute(text("DELETE FROM day_tallies"))
+            conn.execute(text("DELETE FROM pair_tallies"))
+            conn.execute(text("DELETE FROM submission_tallies"))
+            random_shard = "(a.submission_id * 7) % 16"
+            conn.execute(
+                text(
+                    "INSERT INTO answer_tallies (question_id, value, shard, count) "
+                    f"SELECT a.question_id, a.value, {random_shard}, count(*) "
+                    f"FROM answers a GROUP BY a.question_id, a.value, {random_shard}"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO day_tallies (question_id, value, day, shard, count) "
+                    f"SELECT a.question_id, a.value, '2026-01-02', {random_shard}, count(*) "
+                    f"FROM answers a WHERE a.question_id IN (:u, :d) GROUP BY a.question_id, a.value, {random_shard}"
+                ),
+                {"u": used, "d": drinks},
+            )
+            conn.execute(
+                text(
+                    f"INSERT INTO pair_tallies (question_id, value, other_id, other_value, shard, count) "
+                    f"SELECT a.question_id, a.value, b.question_id, b.value, {random_shard}, count(*) FROM answers a "
+                    f"JOIN answers b ON b.submission_id = a.submission_id AND b.question_id > a.question_id "
+                    f"WHERE NOT (a.question_id = :u AND b.question_id = :d) "
+                    f"GROUP BY a.question_id, a.value, b.question_id, b.value, {random_shard}"
+                ),
+                {"u": used, "d": drinks},
+            )
+            conn.execute(
+                text("INSERT INTO submission_tallies (survey_id, shard, count) VALUES (:v, 0, 200)"), {"v": survey.id}
+            )
+        survey = db.session.get(Survey, survey.id)
+        assert tally_mismatches(db.session, survey) == []
+        db.session.remove()
+        command.upgrade(alembic_config(), "head")
+        survey = db.session.get(Survey, survey.id)
+        assert tally_mismatches(db.session, survey) == []  # the same counts
+        with db.engine.connect() as conn:
+            for table in ("answer_tallies", "day_tallies"):
+                rows = conn.execute(
+                    text(f"SELECT value, shard FROM {table} WHERE question_id = :d"), {"d": drinks}
+                ).all()
+                for code in (999, 1500):
+                    assert [s for v, s in rows if v == code] == [code % 16], (table, rows)
+                assert len([s for v, s in rows if v in (0, 7, 2000)]) > 3  # ends and small codes: as they were
+            pairs = conn.execute(
+                text("SELECT value, other_value, shard FROM pair_tallies WHERE other_id = :d"), {"d": drinks}
+            ).all()
+            for group in (0, 1):
+                assert [s for v, o, s in pairs if v == group and o == 999] == [999 % 16]
+            used_rows = conn.execute(text("SELECT shard FROM answer_tallies WHERE question_id = :u"), {"u": used}).all()
+            assert len(used_rows) > 2  # a yes/no's cells keep their random shards
+    assert differences(empty_app) == []

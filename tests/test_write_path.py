@@ -22,7 +22,17 @@ from sqlalchemy import event, select
 
 from survey import create_app
 from survey.domain.errors import DomainError
-from survey.domain.models import Answer, AnswerTally, DayTally, PairTally, Question, Submission, SubmissionTally, Survey
+from survey.domain.models import (
+    TALLY_SHARDS,
+    Answer,
+    AnswerTally,
+    DayTally,
+    PairTally,
+    Question,
+    Submission,
+    SubmissionTally,
+    Survey,
+)
 from survey.domain.responses.codes import generate_codes
 from survey.domain.responses.mixing import held_count, release_if_closed
 from survey.domain.responses.submissions import record_submission, submission_form
@@ -121,6 +131,23 @@ def stored_tallies(slug: str) -> dict:
     }
 
 
+def number_shards(slug: str) -> dict[int, set[int]]:
+    """The shards the randomized number's cells of ``slug`` are counted in (answer, day and pair
+    tallies), by report code."""
+    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    drinks = next(q.id for q in survey.questions if q.key == "drinks")
+    found: dict[int, set[int]] = {}
+    for table in (AnswerTally, DayTally):
+        for value, shard in db.session.execute(select(table.value, table.shard).where(table.question_id == drinks)):
+            found.setdefault(value, set()).add(shard)
+    pairs = select(PairTally.value, PairTally.other_value, PairTally.question_id, PairTally.shard).where(
+        (PairTally.question_id == drinks) | (PairTally.other_id == drinks)
+    )
+    for value, other_value, question_id, shard in db.session.execute(pairs):
+        found.setdefault(value if question_id == drinks else other_value, set()).add(shard)
+    return found
+
+
 def stored_answers(slug: str) -> Counter:
     """The stored submissions of ``slug`` as a multiset of their answers (ids and order aside)."""
     survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
@@ -169,6 +196,11 @@ def run_submissions(app, sent_by_link: list[dict], sent_by_code: list[dict]) -> 
             survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
             assert tally_mismatches(db.session, survey) == []  # the recount agrees
             found[slug] = (stored_tallies(slug), stored_answers(slug))
+            # a report code inside the number's grid names its shard; its ends and every other
+            # question's values are counted in the submission's random shard
+            shards = number_shards(slug)
+            assert shards[999] == {999 % TALLY_SHARDS} and shards[1000] == {1000 % TALLY_SHARDS}, shards
+            assert len(shards[0] | shards[1] | shards[2000]) > 1, shards
         db.session.remove()
     recounted = app.test_cli_runner().invoke(args=["recount"])  # flask recount: the same declaration
     assert recounted.exit_code == 0 and recounted.output.count("tallies agree") == 2, recounted.output

@@ -3,7 +3,8 @@
 Before, the rule "which tallies a submission adds to" was written four times (a PostgreSQL
 statement, SQLite statements, Python for a released batch, and the recount), and the four had to be
 kept in step by hand. Here it is written once, as SQLAlchemy Core over a relation ``reported`` (one
-row per reported value: ``submission_id, question_id, value, day, randomized, paired``) and a
+row per reported value: ``submission_id, question_id, value, day, randomized, paired``, and
+``coded`` in PostgreSQL's one-submission statement) and a
 relation ``submitted`` (one row per submission: ``submission_id, survey_id``). Every writer and the
 recount are generated from :data:`TALLIES` by giving those two relations a different source:
 
@@ -60,9 +61,11 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import Label
 
 from survey.domain.models import (
     DECLINED,
+    TALLY_SHARDS,
     Answer,
     AnswerTally,
     DayTally,
@@ -76,6 +79,7 @@ from survey.domain.models import (
     Survey,
 )
 from survey.domain.surveys.kinds import KIND_LIST, kind_of
+from survey.privacy.numeric import GRID_STEPS
 
 # -- what a question feeds ---------------------------------------------------------------------------
 
@@ -88,6 +92,9 @@ class Feeds:
 
     randomized: bool
     paired: bool
+    #: Its answer is a randomized number's report code, which may name the shard its cells are
+    #: counted in (:func:`_shard_of`).
+    coded: bool = False
 
 
 class HasKind(Protocol):
@@ -98,7 +105,7 @@ def what_it_feeds(question: HasKind) -> Feeds:
     """Which tallies the answers to ``question`` (a :class:`~survey.domain.models.Question` or a
     submission form's field) feed. The one place the writers and the recount learn it from."""
     kind = kind_of(question.kind)
-    return Feeds(randomized=kind.randomized, paired=kind.paired)
+    return Feeds(randomized=kind.randomized, paired=kind.paired, coded=kind.randomized_number)
 
 
 #: Of a question nobody knows any more (deleted meanwhile): nothing beyond its answer tally.
@@ -125,6 +132,9 @@ class Tally:
     rows: Rows
     #: The column that ties a cell to its survey: ``question_id`` (one of its questions) or ``survey_id``.
     survey_column: str = "question_id"
+    #: The positions, among the keys, of each (question, value) whose value may be a randomized
+    #: number's report code, which then names its shard (:func:`_shard_of`).
+    coded: tuple[tuple[int, int], ...] = ()
 
     @property
     def dated(self) -> bool:
@@ -157,7 +167,69 @@ class Tally:
         keys, n = list(rows.selected_columns)[:-1], list(rows.selected_columns)[-1]
         if one:
             rows, n = rows.group_by(None), literal(1, Integer).label("n")
+        coded = [(_bare(keys[q]), _bare(keys[v])) for q, v in self.coded]
+        shard = _shard_of(coded, shard, one)
         return rows.with_only_columns(*keys, shard.label("shard"), n, maintain_column_froms=True)
+
+
+def _bare(key: Any) -> Any:
+    """A selected key without its label (a label names a column; inside an expression, its value)."""
+    return key.element if isinstance(key, Label) else key
+
+
+#: Report codes of a randomized number from this far from zero up (and below its grid's top end)
+#: name their shard: every other value (a yes/no's or an option's code, a number's grid ends) is
+#: below it or is that end, so the kind of its question is not even looked up.
+CODED_FROM = 64
+_CODED_FROM = literal_column(str(CODED_FROM))
+_SHARDS = literal_column(str(TALLY_SHARDS))
+
+
+def _shard_of(coded: list[tuple[Any, Any]], shard: ColumnElement[int], one: bool = False) -> ColumnElement[int]:
+    """The shard a cell is counted in: the one its randomized number's report code names
+    (``code mod TALLY_SHARDS``), else ``shard`` (the submission's, drawn at random).
+
+    Why: a cell of a randomized number is one of 2,001 report codes (times a group, for a pair), so
+    concurrent submissions already spread over thousands of rows, and a random shard as well
+    multiplied the rows a reader sums by 16 (120,000 pair rows for one number by a 4-way question at
+    a million submissions, and growing with the submissions until every code had met every shard:
+    benchmarks/number_scale.md). One row per code keeps them at the number of cells. The codes where
+    reports pile up stay sharded: the grid's two ends (Duchi's only reports, and the hybrid's when it
+    draws Duchi's) and a direct question's small numbers are never coded; codes beyond the grid
+    (Laplace's tails) are. Every reader sums over shards, so where a cell was counted never
+    changes what it holds.
+
+    Where one submission is written on PostgreSQL (``one``), the path every respondent takes, each
+    answer comes with its shard worked out by :func:`code_shard` (``reported.shard``) and with
+    whether it is a randomized number's (``reported.coded``): the rule in SQL, the question's kind
+    looked up in each row, cost a sixth to a quarter of a millisecond a submission
+    (benchmarks/number_tally_shards.md). Elsewhere (SQLite, a released batch, an import, the
+    recount) the rows are grouped by question and value, and the rule is applied in SQL."""
+    if not coded:
+        return shard
+    if one:
+        first = coded[0][0].table
+        if len(coded) == 1:
+            return first.c.shard
+        # a pair: a randomized number pairs only with questions asked directly, so at most one of
+        # the two names a shard (a direct answer's shard is the submission's)
+        return case((first.c.coded, first.c.shard), else_=coded[1][0].table.c.shard)
+    whens = [
+        (
+            and_(func.abs(value) >= _CODED_FROM, value != literal_column(str(GRID_STEPS)), _is_report(question)),
+            (value % _SHARDS + _SHARDS) % _SHARDS,
+        )
+        for question, value in coded
+    ]
+    return case(*whens, else_=shard)
+
+
+def code_shard(value: int, coded: bool, shard: int) -> int:
+    """:func:`_shard_of`'s rule for one answer: the shard its report code names if ``coded`` (a
+    randomized number's) and inside the grid, else the submission's ``shard``."""
+    if coded and abs(value) >= CODED_FROM and value != GRID_STEPS:
+        return value % TALLY_SHARDS
+    return shard
 
 
 def _answers(reported: FromClause, submitted: FromClause) -> Select:
@@ -229,11 +301,16 @@ def _submissions(reported: FromClause, submitted: FromClause) -> Select:
 #: Every running tally a submission adds to. A new tally is one more entry here: the writers of both
 #: databases, a released batch and the recount all follow.
 TALLIES: tuple[Tally, ...] = (
-    Tally("answers", "answers", AnswerTally.__table__, ("question_id", "value"), _answers),
+    Tally("answers", "answers", AnswerTally.__table__, ("question_id", "value"), _answers, coded=((0, 1),)),
     Tally(
-        "pairs", "pairs of answers", PairTally.__table__, ("question_id", "value", "other_id", "other_value"), _pairs
+        "pairs",
+        "pairs of answers",
+        PairTally.__table__,
+        ("question_id", "value", "other_id", "other_value"),
+        _pairs,
+        coded=((0, 1), (2, 3)),
     ),
-    Tally("days", "answers per day", DayTally.__table__, ("question_id", "value", "day"), _days),
+    Tally("days", "answers per day", DayTally.__table__, ("question_id", "value", "day"), _days, coded=((0, 1),)),
     Tally("submissions", "submissions", SubmissionTally.__table__, ("survey_id",), _submissions, "survey_id"),
 )
 TALLY = {t.name: t for t in TALLIES}
@@ -374,6 +451,8 @@ def submission_params(
         "values": [v for _, v in ordered],
         "randomized": [f.randomized for f in fed],
         "paired": [f.paired for f in fed],
+        "coded": [f.coded for f in fed],
+        "shards": [code_shard(v, f.coded, given["shard"]) for (_, v), f in zip(ordered, fed, strict=True)],
     }
 
 
@@ -404,6 +483,8 @@ _ANSWER_ARRAYS = [
     ("values", "value", Integer),
     ("randomized", "randomized", Boolean),
     ("paired", "paired", Boolean),
+    ("coded", "coded", Boolean),
+    ("shards", "shard", SmallInteger),
 ]
 
 
@@ -450,6 +531,8 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
             day.label("day"),
             given.c.randomized,
             given.c.paired,
+            given.c.coded,
+            given.c.shard,
         )
         .select_from(new_submission.join(given, true()))
         .cte("reported")
@@ -584,6 +667,8 @@ def batch_params(
         "values": [r[2] for r in rows],
         "randomized": [r[3].randomized for r in rows],
         "paired": [r[3].paired for r in rows],
+        "coded": [r[3].coded for r in rows],
+        "shards": [given["shard"]] * len(rows),  # (a batch's rows are grouped: the kind is looked up)
         "fresh": [r[4] for r in rows],
         "released": fresh_ids,
     }
