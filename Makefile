@@ -140,6 +140,8 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale.md
 	$(BIN)/python benchmarks/held_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/held_ingest.md
 	$(BIN)/python benchmarks/split_scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/split_scale.md
+	$(BIN)/python benchmarks/number_scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/number_scale.md
+	$(BIN)/python benchmarks/number_tally_shards.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/number_tally_shards.md
 	$(BIN)/python benchmarks/scale_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale_ingest.md
 	$(BIN)/python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md
 
