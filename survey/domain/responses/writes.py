@@ -4,7 +4,7 @@ Before, the rule "which tallies a submission adds to" was written four times (a 
 statement, SQLite statements, Python for a released batch, and the recount), and the four had to be
 kept in step by hand. Here it is written once, as SQLAlchemy Core over a relation ``reported`` (one
 row per reported value: ``submission_id, question_id, value, day, randomized, paired``, and
-``coded`` in PostgreSQL's one-submission statement) and a
+``shard`` in PostgreSQL's one-submission statement) and a
 relation ``submitted`` (one row per submission: ``submission_id, survey_id``). Every writer and the
 recount are generated from :data:`TALLIES` by giving those two relations a different source:
 
@@ -200,20 +200,20 @@ def _shard_of(coded: list[tuple[Any, Any]], shard: ColumnElement[int], one: bool
     changes what it holds.
 
     Where one submission is written on PostgreSQL (``one``), the path every respondent takes, each
-    answer comes with its shard worked out by :func:`code_shard` (``reported.shard``) and with
-    whether it is a randomized number's (``reported.coded``): the rule in SQL, the question's kind
-    looked up in each row, cost a sixth to a quarter of a millisecond a submission
-    (benchmarks/number_tally_shards.md). Elsewhere (SQLite, a released batch, an import, the
-    recount) the rows are grouped by question and value, and the rule is applied in SQL."""
+    answer comes with its shard worked out by :func:`code_shard` (``reported.shard``): the rule in
+    SQL, the question's kind looked up in each row, cost a sixth to a quarter of a millisecond a
+    submission (benchmarks/number_tally_shards.md). Elsewhere (SQLite, a released batch, an import,
+    the recount) the rows are grouped by question and value, and the rule is applied in SQL."""
     if not coded:
         return shard
     if one:
         first = coded[0][0].table
         if len(coded) == 1:
             return first.c.shard
-        # a pair: a randomized number pairs only with questions asked directly, so at most one of
-        # the two names a shard (a direct answer's shard is the submission's)
-        return case((first.c.coded, first.c.shard), else_=coded[1][0].table.c.shard)
+        # A pair: a randomized number pairs only with questions asked directly, so at most one of the
+        # two answers names a shard, and the other's is the submission's: a + b − submission's is the
+        # named one if there is one, else the submission's.
+        return first.c.shard + coded[1][0].table.c.shard - shard
     whens = [
         (
             and_(func.abs(value) >= _CODED_FROM, value != literal_column(str(GRID_STEPS)), _is_report(question)),
@@ -451,7 +451,6 @@ def submission_params(
         "values": [v for _, v in ordered],
         "randomized": [f.randomized for f in fed],
         "paired": [f.paired for f in fed],
-        "coded": [f.coded for f in fed],
         "shards": [code_shard(v, f.coded, given["shard"]) for (_, v), f in zip(ordered, fed, strict=True)],
     }
 
@@ -483,7 +482,6 @@ _ANSWER_ARRAYS = [
     ("values", "value", Integer),
     ("randomized", "randomized", Boolean),
     ("paired", "paired", Boolean),
-    ("coded", "coded", Boolean),
     ("shards", "shard", SmallInteger),
 ]
 
@@ -531,7 +529,6 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
             day.label("day"),
             given.c.randomized,
             given.c.paired,
-            given.c.coded,
             given.c.shard,
         )
         .select_from(new_submission.join(given, true()))
@@ -667,7 +664,6 @@ def batch_params(
         "values": [r[2] for r in rows],
         "randomized": [r[3].randomized for r in rows],
         "paired": [r[3].paired for r in rows],
-        "coded": [r[3].coded for r in rows],
         "shards": [given["shard"]] * len(rows),  # (a batch's rows are grouped: the kind is looked up)
         "fresh": [r[4] for r in rows],
         "released": fresh_ids,
