@@ -49,8 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.scratch import migrated_app, scratch_postgresql  # noqa: E402
 from survey.domain.models import TALLY_SHARDS as SHARDS  # noqa: E402
-from survey.domain.responses.writes import CODED_FROM  # noqa: E402
-from survey.privacy.numeric import GRID_STEPS  # noqa: E402
+from survey.domain.responses.writes import code_shard  # noqa: E402
 
 SIZES = tuple(int(s) for s in os.environ.get("NUMBER_SCALE_SIZES", "10000,100000,1000000").split(","))
 SPEC = {
@@ -108,10 +107,13 @@ def load_tallies(url: str, survey_id: int, drinks_id: int, region_id: int, mecha
     region = rng.integers(0, 4, n)
     codes = mechanism.randomize(truth + 2 * region, rng)
     random_shard = rng.integers(0, SHARDS, n)
-    # as the app counts them (survey.domain.responses.writes._shard_of): a report code inside the
+    # as the app counts them (survey.domain.responses.writes.code_shard): a report code inside the
     # grid names its shard; the grid's ends, and the region's answers, go to the submission's own
-    coded = (np.abs(codes) >= CODED_FROM) & (codes != GRID_STEPS)
-    number_shard = np.where(coded, codes % SHARDS, random_shard)
+    number_shard = np.fromiter(
+        (code_shard(code, True, shard) for code, shard in zip(codes.tolist(), random_shard.tolist(), strict=True)),
+        dtype=np.int64,
+        count=n,
+    )
     shard = random_shard
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn, conn.cursor() as cur:
         for table in ("answer_tallies", "pair_tallies"):

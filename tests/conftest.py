@@ -189,3 +189,14 @@ def small_survey(app, user):
         survey = create_survey_from_spec(db.session, SMALL_SPEC, owner=db.session.get(User, user))
         db.session.commit()
         return survey.slug
+
+
+@pytest.fixture
+def demo(app):
+    """The demo survey (survey.domain.surveys.demo) with five simulated respondents; its slug."""
+    from survey.domain.surveys.demo import create_demo
+
+    with app.app_context():
+        slug = create_demo(db.session, respondents=5).slug
+        db.session.commit()
+    return slug

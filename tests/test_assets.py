@@ -38,16 +38,6 @@ FIRST_VISIT_LIMIT = 15 * 1024
 GZIP_ONLY_LIMIT = 16 * 1024
 
 
-@pytest.fixture
-def demo(app):
-    from survey.platform.extensions import db
-
-    with app.app_context():
-        slug = create_demo(db.session, respondents=5).slug
-        db.session.commit()
-    return slug
-
-
 def static_urls(html: str, lazy: bool = False) -> list[str]:
     """The static files a page loads; with ``lazy``, also those its scripts load later (data-src)."""
     attribute = r"(?:data-src|src|href)" if lazy else r"(?<![-\w])(?:src|href)"

@@ -31,6 +31,7 @@ import uuid
 from collections import Counter
 
 import pytest
+from flask import Flask
 from markupsafe import escape
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
@@ -62,6 +63,7 @@ from .surveys import GOOD, LIVE_SPEC, SMALL_SPEC
 PATH = "/api/surveys/small-test/responses"
 UNAVAILABLE_LINE = "database unavailable ("
 AVAILABLE_LINE = "database available again after"
+PASSWORD = "correct horse battery"
 #: Bounds for waiting on a condition on a loaded machine (never a fixed sleep).
 DEADLINE = 60.0
 
@@ -273,11 +275,13 @@ def captured():
     logger.removeHandler(capture)
 
 
-def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg_database, captured):
+def app_on(database: str, application_name: str, username: str) -> Flask:
+    """An app on ``database`` (its connections named ``application_name``, so that a test can find
+    them in pg_stat_activity), migrated, holding SMALL_SPEC's survey and the user ``username``."""
     app = create_app(
         {
-            "SQLALCHEMY_DATABASE_URI": pg_database,
-            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"application_name": "survey-faults"}},
+            "SQLALCHEMY_DATABASE_URI": database,
+            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"application_name": application_name}},
             "SECRET_KEY": "t",
             "WTF_CSRF_ENABLED": False,
             "RATELIMIT_ENABLED": False,
@@ -287,34 +291,43 @@ def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg
     with app.app_context():
         upgrade_database()
         create_survey_from_spec(db.session, SMALL_SPEC)
-        user = User(username="alice")
-        user.set_password("correct horse battery")
+        user = User(username=username)
+        user.set_password(PASSWORD)
         db.session.add(user)
         db.session.commit()
+    return app
+
+
+def lose_connection_while_waiting(pg: PrivatePostgres, database: str, table: str, application_name: str, send):
+    """``send()`` in a thread while ``table`` is locked, its connection terminated once it waits for
+    the lock (the lock then released); what ``send`` returned."""
+    waiting = (
+        f"SELECT pid FROM pg_stat_activity WHERE application_name = '{application_name}' AND wait_event_type = 'Lock'"
+    )
+    with pg.connect(database.rsplit("/", 1)[1]) as locker:
+        locker.execute("BEGIN")
+        locker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        outcome = {}
+        sender = threading.Thread(target=lambda: outcome.update(r=send()))
+        sender.start()
+        wait_until(lambda: locker.execute(waiting).fetchone() is not None, f"a statement to wait for {table}")
+        locker.execute(f"SELECT pg_terminate_backend(pid) FROM ({waiting}) AS w")
+        locker.execute("ROLLBACK")
+        sender.join(timeout=DEADLINE)
+    return outcome["r"]
+
+
+def test_a_respondent_is_told_what_is_known_and_the_outage_is_logged_once(pg, pg_database, captured):
+    app = app_on(pg_database, "survey-faults", "alice")
     client, organizer = app.test_client(), app.test_client()
     assert client.post(PATH, json={"answers": GOOD}).status_code == 201
-    assert (
-        organizer.post("/auth/login", data={"username": "alice", "password": "correct horse battery"}).status_code
-        == 302
-    )
+    assert organizer.post("/auth/login", data={"username": "alice", "password": PASSWORD}).status_code == 302
     assert organizer.get("/").status_code == 200
 
     # 1. The connection is lost while the submission's statement runs: it may have been stored.
-    name = pg_database.rsplit("/", 1)[1]
-    with pg.connect(name) as locker:
-        locker.execute("BEGIN")
-        locker.execute("LOCK TABLE surveys IN ACCESS EXCLUSIVE MODE")
-        outcome = {}
-        sender = threading.Thread(target=lambda: outcome.update(r=client.post(PATH, json={"answers": GOOD})))
-        sender.start()
-        waiting = (
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'survey-faults' AND wait_event_type = 'Lock'"
-        )
-        wait_until(lambda: locker.execute(waiting).fetchone() is not None, "the submission to wait for the lock")
-        locker.execute(f"SELECT pg_terminate_backend(pid) FROM ({waiting}) AS w")
-        sender.join(timeout=DEADLINE)
-        locker.execute("ROLLBACK")
-    response = outcome["r"]
+    response = lose_connection_while_waiting(
+        pg, pg_database, "surveys", "survey-faults", lambda: client.post(PATH, json={"answers": GOOD})
+    )
     assert response.status_code == 503
     assert legacy(response.get_json()) == {"error": ANSWERS_MAYBE_STORED, "status": 503, "path": []}
     assert response.get_json()["code"] == "service.answers_maybe_stored"
@@ -506,46 +519,18 @@ def test_a_connection_lost_while_choosing_the_page_language_is_an_outage_not_a_5
     the connection, and its next statement raised "Can't reconnect until invalid transaction is
     rolled back", a 500 (a crash under load met it now and then). It is the outage, met in another
     statement: 503, in the view and in an error page alike."""
-    app = create_app(
-        {
-            "SQLALCHEMY_DATABASE_URI": pg_database,
-            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"application_name": "survey-language"}},
-            "SECRET_KEY": "t",
-            "WTF_CSRF_ENABLED": False,
-            "RATELIMIT_ENABLED": False,
-            "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
-        }
-    )
-    with app.app_context():
-        upgrade_database()
-        create_survey_from_spec(db.session, SMALL_SPEC)
-        user = User(username="bob")
-        user.set_password("correct horse battery")
-        db.session.add(user)
-        db.session.commit()
+    app = app_on(pg_database, "survey-language", "bob")
     respondent, stranger = app.test_client(), app.test_client()
-    signed_in = stranger.post("/auth/login", data={"username": "bob", "password": "correct horse battery"})
+    signed_in = stranger.post("/auth/login", data={"username": "bob", "password": PASSWORD})
     assert signed_in.status_code == 302
     assert respondent.get("/s/small-test").status_code == 200
     assert stranger.get("/s/small-test/preview").status_code == 404  # not an organizer of it
-    name = pg_database.rsplit("/", 1)[1]
-    waiting = "SELECT pid FROM pg_stat_activity WHERE application_name = 'survey-language' AND wait_event_type = 'Lock'"
-
-    def lose_the_languages_query(client, path: str):
-        with pg.connect(name) as locker:
-            locker.execute("BEGIN")
-            locker.execute("LOCK TABLE survey_translations IN ACCESS EXCLUSIVE MODE")  # only the languages read it
-            outcome = {}
-            reader = threading.Thread(target=lambda: outcome.update(r=client.get(path)))
-            reader.start()
-            wait_until(lambda: locker.execute(waiting).fetchone() is not None, "the languages' query to wait")
-            locker.execute(f"SELECT pg_terminate_backend(pid) FROM ({waiting}) AS w")
-            locker.execute("ROLLBACK")
-            reader.join(timeout=DEADLINE)
-        return outcome["r"]
 
     for client, path in ((respondent, "/s/small-test"), (stranger, "/s/small-test/preview")):
-        page = lose_the_languages_query(client, path)
+        # only the languages' query reads survey_translations
+        page = lose_connection_while_waiting(
+            pg, pg_database, "survey_translations", "survey-language", lambda c=client, p=path: c.get(p)
+        )
         assert page.status_code == 503, (path, page.get_data(as_text=True)[:300])
         assert shows(page.get_data(), PAGE_UNAVAILABLE) and page.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
         assert client.get(path).status_code in (200, 404)  # and the next request is served as before

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from jinja2 import FileSystemLoader
 
 from survey import ROOT
-from survey.domain.surveys.demo import create_demo
-from survey.platform.extensions import db
 from survey.platform.templates import IndentationFreeLoader
 
 from .accounts import sign_in
@@ -29,14 +26,6 @@ def collapsed(html: str) -> str:
     is made per session)."""
     html = re.sub(r'(name="csrf_token" value=")[^"]*', r"\1", html)
     return re.sub(r"\s+", " ", html)
-
-
-@pytest.fixture
-def demo(app):
-    with app.app_context():
-        slug = create_demo(db.session, respondents=5).slug
-        db.session.commit()
-    return slug
 
 
 def test_the_app_loads_its_templates_without_indentation(app):

@@ -162,5 +162,5 @@
       });
   }
 
-  window.SurveySwitch = { follow: follow, translate: translate };
+  window.SurveySwitch = { follow: follow };
 })();
