@@ -13,7 +13,7 @@ Four measurements, each on databases of its own that the migrations create:
   (``GRR_Aggregator_MI``) of the very same reports, held in memory as numpy arrays.
 * **Export.** The microdata CSV streamed through the app at each size: time, bytes, and the
   growth of resident memory.
-* **Ingest** (PostgreSQL). gunicorn with ``survey.platform.gunicorn_conf`` (sync workers, access log on) and
+* **Ingest** (PostgreSQL). gunicorn with ``survey.platform.gunicorn_conf`` (threaded workers, access log on) and
   2 or 4 workers; wrk posts valid random 10-question submissions over loopback from a fixed number
   of connections (one per wrk thread, so that stopping at the deadline abandons no request), for a
   fixed time. Reported: submissions per second, p50 and p99 latency, errors, and a recount that
@@ -1092,8 +1092,8 @@ def _ingest_lines(ingest: dict | None) -> list[str]:
             " web, our statement) and repeated; medians in the summary. *Plain SQL*: as many processes as workers,"
             " one INSERT per row (a submission and its 10 answers), one transaction per submission. *Our statement*:"
             " the same processes sending the single statement the app sends (answers and tallies), in"
-            " autocommit as the app does. *Web*: gunicorn (`survey.platform.gunicorn_conf`: sync workers, access log"
-            " on) behind wrk; *stored* is counted in the database before and after the run.",
+            " autocommit as the app does. *Web*: gunicorn (`survey.platform.gunicorn_conf`: threaded workers,"
+            " access log on) behind wrk; *stored* is counted in the database before and after the run.",
             "",
             "| workers | round | plain SQL /s | our statement /s | web /s | web ÷ plain | p50 | p99 | errors"
             " | acknowledged | stored | lost |",

@@ -106,8 +106,11 @@ def serve(database: Database, workers: int, log: Path, preload: bool = True) -> 
         "BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": str(workers),
         "PRELOAD_APP": "1" if preload else "0",
-        # every request comes from 127.0.0.1: the limiter still runs, with room for the load
+        # every request comes from 127.0.0.1: the limiter still runs, with room for the load, counted
+        # in each worker's memory as in benchmarks/scale.py (production would name Redis, and refuses
+        # to start several workers with neither)
         "SUBMISSION_RATE_LIMIT": "100000000 per minute",
+        "RATELIMIT_STORAGE_URL": "memory://",
     }
     env.pop("SURVEY_ENV", None)
     with log.open("a") as out:
@@ -396,6 +399,7 @@ def main() -> None:
     if not args.postgresql:
         parser.error("--postgresql (or TEST_DATABASE_URL) is needed")
     started = time.time()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         result = run(args.postgresql, Path(tmp), args.seconds, args.rounds, args.connections)
     import psycopg
@@ -403,7 +407,8 @@ def main() -> None:
 
     header = (
         f"`python benchmarks/scale_ingest.py --seconds {args.seconds:g} --rounds {args.rounds}` on"
-        f" {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine shared with other work (Python"
+        f" {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine (load average {load_before:.1f} before"
+        f" the run: the other work on it then; Python"
         f" {platform.python_version()}, SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__};"
         f" {(time.time() - started) / 60:.1f} min). The method is in the module docstring."
     )

@@ -28,7 +28,7 @@ from survey.platform.extensions import db
 from survey.platform.limits import limiter
 from survey.platform.schema import alembic_config
 
-from .databases import BACKENDS, limited_app, own_database
+from .databases import BACKENDS, PG_URL, limited_app, own_database
 from .live import serve
 from .servers import AGENT, ROOT, gunicorn, request_json
 from .surveys import GOOD
@@ -404,3 +404,130 @@ def test_gunicorn_opens_no_shared_control_socket_unless_given_a_path(monkeypatch
     assert {"control_socket_disable", "control_socket"} <= set(Config().settings)  # names gunicorn reads
     monkeypatch.delenv("CONTROL_SOCKET")
     importlib.reload(conf)
+
+
+# -- the database pool and the session cookie ------------------------------------------------------
+
+
+def test_a_worker_keeps_its_postgresql_connections_instead_of_opening_one_per_busy_request(tmp_path, monkeypatch):
+    """15 kept and none opened beyond them (SQLAlchemy's default keeps 5 and opens up to 10 more, each
+    closed as soon as it is returned: a new connection per request under load); DATABASE_POOL_SIZE
+    and instance/config.py change it; SQLite keeps SQLAlchemy's own."""
+    from flask import Flask
+
+    from survey.platform.config import load
+
+    monkeypatch.delenv("SURVEY_ENV", raising=False)
+    monkeypatch.delenv("DATABASE_POOL_SIZE", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "k" * 64)
+
+    def options(url: str, instance: str = "", **env: str) -> dict | None:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        folder = tmp_path / f"instance{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        (folder / "config.py").write_text(instance)
+        monkeypatch.setenv("DATABASE_URL", url)
+        app = Flask("survey", instance_path=str(folder), instance_relative_config=True)
+        load(app)
+        return app.config.get("SQLALCHEMY_ENGINE_OPTIONS")
+
+    postgresql = "postgresql://survey@db.internal/survey"
+    assert options(postgresql) == {"pool_size": 15, "max_overflow": 0}
+    assert options(postgresql, DATABASE_POOL_SIZE="4") == {"pool_size": 4, "max_overflow": 0}
+    for wrong in ("0", "many"):
+        with pytest.raises(RuntimeError, match="DATABASE_POOL_SIZE must be a whole number above 0"):
+            options(postgresql, DATABASE_POOL_SIZE=wrong)
+    monkeypatch.delenv("DATABASE_POOL_SIZE")
+    chosen = 'SQLALCHEMY_ENGINE_OPTIONS = {"pool_size": 3, "max_overflow": 5}\n'
+    assert options(postgresql, chosen) == {"pool_size": 3, "max_overflow": 5}
+    assert options(f"sqlite:///{tmp_path / 'x.sqlite'}") is None
+
+
+@pytest.mark.skipif(not PG_URL, reason="the pool of a PostgreSQL app: TEST_DATABASE_URL is not set")
+def test_concurrent_submissions_to_one_worker_open_no_connection_after_the_first_ones(tmp_path, monkeypatch):
+    """Eight requests at the database at once, as gunicorn's threads make them: every connection the
+    worker opens stays open for the next (before: each beyond the fifth was closed on its return, so
+    a busy worker opened a connection per request), and submissions from eight threads close none."""
+    import sqlalchemy
+
+    from survey.domain.surveys.specs import create_survey_from_spec
+
+    from .surveys import SMALL_SPEC
+
+    with own_database("postgresql", tmp_path, "pool") as url:
+        monkeypatch.setenv("DATABASE_URL", url)
+        monkeypatch.setenv("SECRET_KEY", "k" * 64)
+        monkeypatch.setenv("SUBMISSION_RATE_LIMIT", "100000 per minute")
+        monkeypatch.delenv("SURVEY_ENV", raising=False)
+        monkeypatch.delenv("DATABASE_POOL_SIZE", raising=False)
+        app = create_app()
+        with app.app_context():
+            from survey.platform.schema import upgrade_database
+
+            upgrade_database()
+            create_survey_from_spec(db.session, SMALL_SPEC)
+            db.session.commit()
+            engine = db.engine
+        opened: list[int] = []
+        closed: list[int] = []
+        sqlalchemy.event.listen(engine, "connect", lambda *args: opened.append(1))
+        sqlalchemy.event.listen(engine.pool, "close", lambda *args: closed.append(1))
+        try:
+            held = [engine.raw_connection() for _ in range(8)]
+            for connection in held:
+                connection.close()
+            assert engine.pool.checkedin() >= 8 and closed == []  # all eight kept for the next requests
+
+            start = threading.Barrier(8)
+            statuses: list[int] = []
+
+            def submit() -> None:
+                client = app.test_client()
+                start.wait(timeout=30)
+                for _ in range(25):
+                    response = client.post("/api/surveys/small-test/responses", json={"answers": GOOD})
+                    statuses.append(response.status_code)
+
+            threads = [threading.Thread(target=submit) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+            assert statuses == [201] * 200
+            assert closed == [] and len(opened) <= 15, (len(opened), len(closed))
+        finally:
+            engine.dispose()
+
+
+def test_the_session_cookie_reads_and_writes_as_flasks_own_and_its_signer_is_made_once(tmp_path):
+    from flask.sessions import SecureCookieSessionInterface
+
+    from survey.platform.session_cookie import CachedSignerSessionInterface
+
+    app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite'}", "SECRET_KEY": "old" * 20})
+    assert isinstance(app.session_interface, CachedSignerSessionInterface)
+    ours, flasks = app.session_interface, SecureCookieSessionInterface()
+    with app.test_request_context():
+        made = ours.get_signing_serializer(app)
+        assert ours.get_signing_serializer(app) is made  # once per key, not per request
+        cookie = flasks.get_signing_serializer(app).dumps({"language": "es"})
+        assert made.loads(cookie) == {"language": "es"}
+        assert flasks.get_signing_serializer(app).loads(made.dumps({"n": 1})) == {"n": 1}
+    with app.test_request_context(headers={"Cookie": f"session={cookie}"}):
+        assert dict(ours.open_session(app, __import__("flask").request)) == {"language": "es"}
+    # a new key makes a new signer; the old cookie is refused unless the old key is a fallback
+    app.config["SECRET_KEY"] = app.secret_key = "new" * 20
+    with app.test_request_context(headers={"Cookie": f"session={cookie}"}):
+        from flask import request
+
+        assert ours.get_signing_serializer(app) is not made
+        assert dict(ours.open_session(app, request)) == {}
+        app.config["SECRET_KEY_FALLBACKS"] = ["old" * 20]
+        assert dict(ours.open_session(app, request)) == {"language": "es"}
+    # a request without a cookie gets an empty session, as from Flask's own interface
+    with app.test_request_context():
+        from flask import request
+
+        empty = ours.open_session(app, request)
+        assert dict(empty) == {} and type(empty) is type(flasks.open_session(app, request))

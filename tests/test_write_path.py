@@ -306,3 +306,30 @@ def test_a_submission_is_one_statement_and_one_round_trip_on_postgresql(tmp_path
     finally:
         with app.app_context():
             db.engine.dispose()
+
+
+@pytest.mark.skipif(not PG_URL, reason="PostgreSQL's casts read the literals: TEST_DATABASE_URL is not set")
+def test_the_arrays_of_a_submission_travel_as_literals_postgresql_reads_back_exactly():
+    """The statement's arrays are sent as PostgreSQL's own text (``{3,-1,0}``, ``{t,f}``) rather
+    than Python lists: what the casts make of them is exactly the lists, negative codes, a question
+    with no answer (-1) and a shard above 9 included."""
+    from survey.domain.responses.writes import Feeds, array_literal, submission_params
+
+    assert array_literal([3, -1, 0]) == "{3,-1,0}" and array_literal([True, False]) == "{t,f}"
+    assert array_literal([]) == "{}"
+    feeds = {
+        7: Feeds(randomized=True, paired=True),
+        12: Feeds(randomized=False, paired=False),
+        30: Feeds(randomized=True, paired=False),
+        41: Feeds(randomized=True, paired=True, coded=True),  # a randomized number's code names its shard
+    }
+    params = submission_params({30: -1, 7: 2, 12: -40, 41: 1234}, feeds, "postgresql", shard=13)
+    with psycopg.connect(PG_URL.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        row = conn.execute(
+            "SELECT %(questions)s::INTEGER[], %(values)s::INTEGER[], %(randomized)s::BOOLEAN[],"
+            " %(paired)s::BOOLEAN[], %(shards)s::SMALLINT[]",
+            params,
+        ).fetchone()
+    assert row[0] == [7, 12, 30, 41] and row[1] == [2, -40, -1, 1234]
+    assert row[2] == [True, False, True, True] and row[3] == [True, False, False, True]
+    assert row[4] == [13, 13, 13, 1234 % 16]

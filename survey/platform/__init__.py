@@ -26,12 +26,14 @@ def init_app(app: Flask) -> None:
     from .extensions import babel, csrf, db, login_manager, migrate
     from .health import bp as health_bp
     from .limits import limiter
+    from .session_cookie import CachedSignerSessionInterface
     from .templates import IndentationFreeLoader
 
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     if app.template_folder:
         app.jinja_loader = IndentationFreeLoader(Path(app.root_path, app.template_folder))
     app.request_class = BoundedRequest  # a body too long is refused, with or without a Content-Length
+    app.session_interface = CachedSignerSessionInterface()
     if app.config.get("TRUSTED_PROXIES"):
         from werkzeug.middleware.proxy_fix import ProxyFix
 

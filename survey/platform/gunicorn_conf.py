@@ -3,8 +3,9 @@
 Environment variables set the usual knobs (``BIND``, default 127.0.0.1:8000; ``WEB_CONCURRENCY``,
 the number of worker processes, default two per core; ``WEB_THREADS``, threads per worker, default
 32); anything given on gunicorn's command line wins over this file. Every worker keeps its own
-database connection pool (SQLAlchemy's default: 5, up to 15 under load), so give PostgreSQL
-(``DATABASE_URL``) room for workers × 15 connections; SQLite allows one writer at a time. Several
+pool of PostgreSQL connections (``DATABASE_POOL_SIZE``, 15, kept open rather than opened per busy
+request: survey.platform.config.pool_without_churn), so give PostgreSQL (``DATABASE_URL``) room for
+workers × 15 connections; SQLite allows one writer at a time. Several
 workers need ``RATELIMIT_STORAGE_URL`` (a Redis server) for the rate limits to count once across
 them, or refuse to start (survey.platform.config.check_shared_limits; docs/deploy.md).
 
