@@ -211,7 +211,8 @@ def pool_without_churn(config: dict[str, Any]) -> None:
     SQLAlchemy's default is 5 kept and 10 more opened when needed, each closed again as soon as it is
     returned: under a load that keeps six or more requests of one worker at the database, every
     submission beyond the fifth paid for a new connection (a PostgreSQL backend started, and the
-    worker's CPU to connect), 224 of them in ten seconds of the ingest benchmark. Keeping all 15 opens
+    worker's CPU to connect: 4% of a worker's samples in a profile under the ingest benchmark's load,
+    benchmarks/scale.md). Keeping all 15 opens
     no more connections than before at the peak (``workers × 15``, docs/deploy.md) and none per request.
     A thread that finds every connection in use waits for one (``pool_timeout``, 30 s), as it did at
     15 before."""
