@@ -501,6 +501,7 @@ def test_concurrent_submissions_to_one_worker_open_no_connection_after_the_first
 
 
 def test_the_session_cookie_reads_and_writes_as_flasks_own_and_its_signer_is_made_once(tmp_path):
+    from flask import request
     from flask.sessions import SecureCookieSessionInterface
 
     from survey.platform.session_cookie import CachedSignerSessionInterface
@@ -515,19 +516,15 @@ def test_the_session_cookie_reads_and_writes_as_flasks_own_and_its_signer_is_mad
         assert made.loads(cookie) == {"language": "es"}
         assert flasks.get_signing_serializer(app).loads(made.dumps({"n": 1})) == {"n": 1}
     with app.test_request_context(headers={"Cookie": f"session={cookie}"}):
-        assert dict(ours.open_session(app, __import__("flask").request)) == {"language": "es"}
+        assert dict(ours.open_session(app, request)) == {"language": "es"}
     # a new key makes a new signer; the old cookie is refused unless the old key is a fallback
     app.config["SECRET_KEY"] = app.secret_key = "new" * 20
     with app.test_request_context(headers={"Cookie": f"session={cookie}"}):
-        from flask import request
-
         assert ours.get_signing_serializer(app) is not made
         assert dict(ours.open_session(app, request)) == {}
         app.config["SECRET_KEY_FALLBACKS"] = ["old" * 20]
         assert dict(ours.open_session(app, request)) == {"language": "es"}
     # a request without a cookie gets an empty session, as from Flask's own interface
     with app.test_request_context():
-        from flask import request
-
         empty = ours.open_session(app, request)
         assert dict(empty) == {} and type(empty) is type(flasks.open_session(app, request))

@@ -310,10 +310,17 @@ def test_a_submission_is_one_statement_and_one_round_trip_on_postgresql(tmp_path
 
 @pytest.mark.skipif(not PG_URL, reason="PostgreSQL's casts read the literals: TEST_DATABASE_URL is not set")
 def test_the_arrays_of_a_submission_travel_as_literals_postgresql_reads_back_exactly():
-    """The statement's arrays are sent as PostgreSQL's own text (``{3,-1,0}``, ``{t,f}``) rather
-    than Python lists: what the casts make of them is exactly the lists, negative codes, a question
-    with no answer (-1) and a shard above 9 included."""
-    from survey.domain.responses.writes import Feeds, array_literal, submission_params
+    """The compiled statements send their array parameters as PostgreSQL's own text (``{3,-1,0}``,
+    ``{t,f}``) rather than Python lists: what the casts make of them is exactly the lists, negative
+    codes, a question with no answer (-1) and a shard above 9 included. The parameters themselves
+    stay lists, for SQLAlchemy's statement (benchmarks/write_path.py sends it through Core)."""
+    from survey.domain.responses.writes import (
+        Feeds,
+        array_literal,
+        batch_statements,
+        postgresql_submission,
+        submission_params,
+    )
 
     assert array_literal([3, -1, 0]) == "{3,-1,0}" and array_literal([True, False]) == "{t,f}"
     assert array_literal([]) == "{}"
@@ -323,7 +330,13 @@ def test_the_arrays_of_a_submission_travel_as_literals_postgresql_reads_back_exa
         30: Feeds(randomized=True, paired=False),
         41: Feeds(randomized=True, paired=True, coded=True),  # a randomized number's code names its shard
     }
-    params = submission_params({30: -1, 7: 2, 12: -40, 41: 1234}, feeds, "postgresql", shard=13)
+    given = submission_params({30: -1, 7: 2, 12: -40, 41: 1234}, feeds, "postgresql", shard=13)
+    assert given["values"] == [2, -40, -1, 1234]  # lists, as SQLAlchemy takes them
+    compiled = postgresql_submission(False)
+    assert compiled.arrays == {"questions", "values", "randomized", "paired", "shards"}
+    params = compiled.params(given)
+    assert params["values"] == "{2,-40,-1,1234}" and params["randomized"] == "{t,f,t,t}"
+    assert {"submissions", "fresh", "released"} <= batch_statements("postgresql")[0].arrays
     with psycopg.connect(PG_URL.replace("postgresql+psycopg://", "postgresql://")) as conn:
         row = conn.execute(
             "SELECT %(questions)s::INTEGER[], %(values)s::INTEGER[], %(randomized)s::BOOLEAN[],"

@@ -10,8 +10,6 @@ Flask's own interface and the other way round).
 
 from __future__ import annotations
 
-import threading
-
 from flask import Flask
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from itsdangerous import URLSafeTimedSerializer
@@ -20,7 +18,7 @@ from werkzeug.wrappers import Request
 
 class CachedSignerSessionInterface(SecureCookieSessionInterface):
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # (keys, signer), replaced whole: two threads meeting a new key at once each make one, harmlessly
         self._made: tuple[tuple, URLSafeTimedSerializer | None] | None = None
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
@@ -29,8 +27,7 @@ class CachedSignerSessionInterface(SecureCookieSessionInterface):
         if made is not None and made[0] == keys:
             return made[1]
         serializer = super().get_signing_serializer(app)
-        with self._lock:
-            self._made = (keys, serializer)
+        self._made = (keys, serializer)
         return serializer
 
     def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:

@@ -447,19 +447,17 @@ def submission_params(
         return {**given, "reported": json.dumps(reported), "day": day.isoformat() if day else day}
     return {
         **given,
-        "questions": array_literal(q for q, _ in ordered),
-        "values": array_literal(v for _, v in ordered),
-        "randomized": array_literal(f.randomized for f in fed),
-        "paired": array_literal(f.paired for f in fed),
-        "shards": array_literal(code_shard(v, f.coded, given["shard"]) for (_, v), f in zip(ordered, fed, strict=True)),
+        "questions": [q for q, _ in ordered],
+        "values": [v for _, v in ordered],
+        "randomized": [f.randomized for f in fed],
+        "paired": [f.paired for f in fed],
+        "shards": [code_shard(v, f.coded, given["shard"]) for (_, v), f in zip(ordered, fed, strict=True)],
     }
 
 
 def array_literal(items: Iterable[int | bool]) -> str:
     """PostgreSQL's text form of an array of whole numbers or truth values (``{3,-1,0}``,
-    ``{t,f}``), which the statement casts (``::INTEGER[]``): psycopg adapts a Python list element by
-    element in Python, which took 37 µs of a submission's CPU for its five arrays against 10 µs for
-    these (benchmarks/scale.md, "Ingest")."""
+    ``{t,f}``), which a compiled statement casts (``::INTEGER[]``)."""
     return "{" + ",".join(("t" if item else "f") if isinstance(item, bool) else str(int(item)) for item in items) + "}"
 
 
@@ -470,15 +468,25 @@ class Compiled:
 
     sql: str
     constants: dict[str, Any]
+    #: The parameters declared as arrays: sent as PostgreSQL's text (:func:`array_literal`), since
+    #: psycopg adapts a Python list element by element in Python (a submission's five arrays: 37 µs
+    #: of CPU against 10 µs as text; benchmarks/scale.md, "Ingest").
+    arrays: frozenset[str] = frozenset()
 
     def params(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self.constants, **given}
+        params = {**self.constants, **given}
+        for name in self.arrays:
+            value = params.get(name)
+            if isinstance(value, list | tuple):
+                params[name] = array_literal(value)
+        return params
 
 
 def _compile(statement: Any, dialect: Any = None) -> Compiled:
     compiled = statement.compile(dialect=dialect or postgresql.psycopg.dialect())
     constants = {name: bind.effective_value for bind, name in compiled.bind_names.items() if not bind.required}
-    return Compiled(str(compiled), constants)
+    arrays = frozenset(name for bind, name in compiled.bind_names.items() if isinstance(bind.type, ARRAY))
+    return Compiled(str(compiled), constants, arrays)
 
 
 # -- PostgreSQL: one statement per submission ------------------------------------------------------
