@@ -925,19 +925,31 @@ def wait_healthy(port: int, server: subprocess.Popen) -> None:
 def _plain_inserts(
     url: str, survey_id: int, question_ids: list[int], options: list[int], mode: str, stop_at: float, out
 ) -> None:
-    """One process of the ceiling: plain SQL, one transaction per submission, until ``stop_at``."""
+    """One process of the ceiling: plain SQL, one transaction per submission, until ``stop_at``. In
+    the *statement* mode, the app's statement, and the fold of the pair tallies once a second, as the
+    app's processes start it (survey.platform.folding), the last one after ``stop_at``: its cost is
+    counted in the rate, and no later run inherits a list to fold."""
     import random
 
     import psycopg
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+    from sqlalchemy.pool import NullPool
 
+    from survey.domain.responses.pending_pairs import fold_all
     from survey.domain.responses.writes import Feeds, postgresql_submission, submission_params
 
     statement = postgresql_submission(False)
     feeds = {qid: Feeds(randomized=True, paired=True) for qid in question_ids}  # every question of SPEC is randomized
     day = dt.date.today()
     done = 0
-    with psycopg.connect(url) as conn:
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"), poolclass=NullPool)
+    next_fold = time.time() + 1.0
+    with psycopg.connect(url) as conn, Session(engine) as session:
         while time.time() < stop_at:
+            if mode != "naive" and time.time() >= next_fold:
+                fold_all(session)
+                next_fold += 1.0
             values = [random.randrange(k) for k in options]
             if mode == "naive":
                 with conn.transaction():
@@ -964,6 +976,9 @@ def _plain_inserts(
                 conn.autocommit = True  # as the app sends it: one statement, its own transaction
                 assert conn.execute(statement.sql, statement.params(params)).fetchone() is not None
             done += 1
+        if mode != "naive":
+            fold_all(session)
+    engine.dispose()
     out.put(done)
 
 

@@ -71,6 +71,9 @@ def make_config(backend: str, tmp_path: Path, request) -> dict:
         # the limiter is process-wide; tests that sign in often would trip it (tested on its own)
         "RATELIMIT_ENABLED": False,
         "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+        # no fold in the background, whose thread would outlive the test's app and schema; readers
+        # add the listed submissions, and tests/test_pending_pairs.py folds (and starts folds) itself
+        "PAIR_FOLD_SECONDS": 0,
     }
     if backend == "sqlite":
         path = tmp_path / "test.sqlite"

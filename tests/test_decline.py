@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from survey.domain.errors import DomainError
 from survey.domain.models import DECLINED, Answer, DayTally, PairTally, Survey
+from survey.domain.responses.pending_pairs import fold_all
 from survey.domain.responses.tallies import survey_counts, survey_results, tally_mismatches
 from survey.domain.results.exports import codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
@@ -103,7 +104,9 @@ def test_declines_are_counted_apart_and_estimates_are_about_those_who_answered(a
         assert sum(counts.numbers[ids["drinks"]].values()) == 24
         assert tally_mismatches(db.session, survey) == []  # the declaration and the recount agree
 
-        # a decline feeds its answer tally alone: no pair and no day cell holds it
+        # a decline feeds its answer tally alone: no pair and no day cell holds it (the pairs once folded)
+        assert fold_all(db.session) == 30
+
         def cells(table, *where) -> int:
             return db.session.scalar(select(func.coalesce(func.sum(table.count), 0)).where(*where))
 

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.models import PairTally, Question, Survey
+from survey.domain.responses.pending_pairs import fold_all
 from survey.domain.responses.tallies import tally_mismatches
 from survey.platform.extensions import db
 from survey.privacy.bounded import mean_interval
@@ -245,6 +246,7 @@ def test_the_pair_tallies_pair_a_randomized_number_with_direct_questions_only(si
     with signed_in.application.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == "drinks"))
         ids = {q.key: q.id for q in survey.questions}
+        fold_all(db.session)
         pairs = {
             (a, b)
             for a, b in db.session.execute(

@@ -35,6 +35,7 @@ from survey.domain.models import (
 )
 from survey.domain.responses.codes import generate_codes
 from survey.domain.responses.mixing import held_count, release_if_closed
+from survey.domain.responses.pending_pairs import fold_all, listed
 from survey.domain.responses.submissions import record_submission, submission_form
 from survey.domain.responses.tallies import tally_mismatches
 from survey.domain.surveys.lifecycle import close
@@ -191,6 +192,12 @@ def run_submissions(app, sent_by_link: list[dict], sent_by_code: list[dict]) -> 
         db.session.commit()
         release_if_closed(db.session, survey, batch=BATCH)
         assert held_count(db.session, survey.id) == 0
+        # the submissions by link wait for the fold of their pairs (those by code were released
+        # with theirs): the recount agrees before it, counting them as every reader does, and after
+        assert listed(db.session) == len(sent_by_link)
+        for slug in ("by-link", "by-code"):
+            assert tally_mismatches(db.session, db.session.scalar(select(Survey).where(Survey.slug == slug))) == []
+        assert fold_all(db.session) == len(sent_by_link) and listed(db.session) == 0
         found = {}
         for slug in ("by-link", "by-code"):
             survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
@@ -298,8 +305,10 @@ def test_a_submission_is_one_statement_and_one_round_trip_on_postgresql(tmp_path
                 assert client.post(api, json=sent).status_code == 201
             assert seen == []  # nothing through SQLAlchemy's execution layer...
             assert len(trips) == 1, trips  # ...and one statement, in one round trip, on the driver
-            for table in ("answers", "answer_tallies", "pair_tallies", "day_tallies", "submission_tallies"):
+            # every tally but the pairs, and the submission listed for their fold
+            for table in ("answers", "answer_tallies", "day_tallies", "submission_tallies", "pending_pairs"):
                 assert f"INSERT INTO {table} " in trips[0]
+            assert "pair_tallies" not in trips[0]
         with app.app_context():
             survey = db.session.scalar(select(Survey).where(Survey.slug == "by-link"))
             assert tally_mismatches(db.session, survey) == []

@@ -71,6 +71,9 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # time, each in a random place with one date (survey.domain.responses.mixing): nothing in the database
         # then ties a code to its answers better than one chance in this many.
         "ANONYMITY_BATCH": 10,
+        # Seconds between two folds of the listed submissions into the pair tallies started by one
+        # process after storing submissions (survey.platform.folding); 0: never (the tests).
+        "PAIR_FOLD_SECONDS": 1.0,
         # The site's public address, e.g. "https://surveys.example.org" (a path after the host if the
         # site is served under one). Every link to an account (in an e-mail, or shown to copy) is built
         # from it, never from the request's Host header, which whoever sends the request chooses

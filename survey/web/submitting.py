@@ -17,6 +17,7 @@ from survey.domain.errors import DomainError
 from survey.domain.responses.receipts import ALREADY_RECEIVED_MESSAGE
 from survey.domain.responses.submissions import FormCache, Recorded, SubmissionForm, record_submission, submission_form
 from survey.domain.validation import parse_json
+from survey.platform import folding
 from survey.platform.extensions import db
 
 from .common import json_error
@@ -42,7 +43,7 @@ def form_or_404(slug: str) -> SubmissionForm:
 
 def record(form: SubmissionForm, answers: Any, invitation: str | None, key: str | None) -> Recorded:
     """Store one submission (one transaction), or raise the DomainError that says why not."""
-    return record_submission(
+    recorded = record_submission(
         db.session,
         form,
         answers,
@@ -51,6 +52,8 @@ def record(form: SubmissionForm, answers: Any, invitation: str | None, key: str 
         key=key,
         batch=current_app.config["ANONYMITY_BATCH"],
     )
+    folding.fold_soon(current_app._get_current_object())  # type: ignore[attr-defined]
+    return recorded
 
 
 def _idempotency_header() -> str | None:

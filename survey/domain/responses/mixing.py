@@ -35,7 +35,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import SmallInteger, delete, func, insert, literal, select
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -43,6 +43,7 @@ from survey.domain.models import (
     TALLY_SHARDS,
     Answer,
     HeldSubmission,
+    PendingPairs,
     Submission,
     Survey,
     accepting_on,
@@ -154,7 +155,8 @@ def _take_back_latest(
 ) -> list[tuple[dt.date, list[tuple[int, int]]]]:
     """Remove the survey's ``count`` most recently released submissions (the highest ids: a random
     part of the last batch) to release them again with the last few held ones, and take them out of
-    the dated tallies (the day tallies: the group gets one date). Their other tallies stay as they are."""
+    the dated tallies (the day tallies: the group gets one date). Their other tallies stay as they are
+    (those a submission still listed for the fold has not added to yet are added now)."""
     rows = session.execute(
         select(Submission.id, Submission.submitted_on)
         .where(Submission.survey_id == survey_id)
@@ -175,6 +177,18 @@ def _take_back_latest(
     for tally in writes.TALLIES:
         if tally.dated:  # what they added there, by the declaration itself
             _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
+    # Those still listed for the fold (sent by link before the survey went by invitation) have not
+    # added to the deferred tallies yet, and their rows go: they add now, unlisted, like a fold's.
+    listed = list(
+        session.scalars(
+            delete(PendingPairs).where(PendingPairs.submission_id.in_(ids)).returning(PendingPairs.submission_id)
+        )
+    )
+    if listed:
+        shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
+        dialect = session.get_bind().dialect.name
+        for tally in writes.DEFERRED:
+            session.execute(writes.upsert(dialect, tally, *writes.stored(kinds, submission_ids=listed), shard))
     session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
     session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
     return [(days[i], answers[i]) for i in ids]

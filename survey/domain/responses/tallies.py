@@ -26,6 +26,7 @@ from survey.domain.models import (
     DECLINED,
     AnswerTally,
     DayTally,
+    PendingPairs,
     Question,
     Submission,
     SubmissionTally,
@@ -133,8 +134,16 @@ DayCounts = dict[tuple[int, int, Any], int]
 
 
 def tally_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
-    """``tally``'s cells of ``survey`` as stored, summed over shards: keys → count."""
-    rows = session.execute(tally.kept().where(tally.of_survey(survey.id)))
+    """``tally``'s cells of ``survey`` as stored, summed over shards, with what the submissions not
+    yet folded add to a deferred tally (:mod:`survey.domain.responses.pending_pairs`): keys → count,
+    as every reader sees them."""
+    kept = tally.kept().where(tally.of_survey(survey.id))
+    if tally.deferred:  # one statement, one snapshot: a submission is listed or folded, not both
+        late = tally.counted(*writes.pending(question_kinds(survey))).subquery("late")
+        both = union_all(kept, select(*late.c)).subquery("both")
+        keys = [both.c[k] for k in tally.keys]
+        kept = select(*keys, func.sum(list(both.c)[-1])).group_by(*keys)
+    rows = session.execute(kept)
     return {tuple(row[:-1]): int(row[-1]) for row in rows if row[-1]}
 
 
@@ -144,7 +153,7 @@ def recounted_cells(session: Session, survey: Survey, tally: writes.Tally) -> di
 
 
 def pair_tally_counts(session: Session, survey: Survey) -> PairCounts:
-    """The pair tallies of ``survey``, summed over shards."""
+    """The pair tallies of ``survey``, summed over shards, with the submissions not yet folded."""
     return tally_cells(session, survey, writes.TALLY["pairs"])  # type: ignore[return-value]
 
 
@@ -266,6 +275,13 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     survey_id = survey.id  # (a read, if the survey was expired: before the write lock below)
     feeds = question_kinds(survey)
     begin_writing(session)
+    # Unlisted first, before any tally is touched: a fold holding some of these rows is waited for
+    # (it needs nothing the rebuild holds by then, so the two cannot wait in a circle), a fold that
+    # comes later skips them, and the recount below counts their pairs.
+    mine = select(Submission.id).where(Submission.survey_id == survey_id)
+    session.execute(
+        delete(PendingPairs).where(PendingPairs.submission_id.in_(mine)).execution_options(synchronize_session=False)
+    )
     for tally in writes.TALLIES:
         session.execute(delete(tally.table).where(tally.of_survey(survey_id)))
     source = writes.stored(feeds, survey_id=survey_id)

@@ -12,6 +12,9 @@ recount are generated from :data:`TALLIES` by giving those two relations a diffe
   submission's row, all in one statement (:func:`postgresql_submission`), so one round trip;
 - one new submission on SQLite: the same parameters as a JSON array, in one statement per table and
   one transaction (:func:`sqlite_submission`);
+- (one new submission adds to every tally but those marked ``deferred``, the pair tallies: it lists
+  itself in ``pending_pairs`` instead, and the fold adds a batch of listed submissions at a time,
+  from the stored answers, like the recount: :mod:`survey.domain.responses.pending_pairs`);
 - a released batch of held submissions (:mod:`survey.domain.responses.mixing`): the batch's answers and new
   ids as parameters, like one submission's, in one statement on PostgreSQL (:func:`batch_statements`);
 - the recount (``flask recount``, :func:`survey.domain.responses.tallies.tally_mismatches`): the stored
@@ -39,6 +42,7 @@ from typing import Any, Protocol
 from sqlalchemy import (
     ARRAY,
     JSON,
+    BigInteger,
     Boolean,
     ColumnElement,
     Date,
@@ -51,6 +55,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    cast,
     column,
     func,
     literal,
@@ -58,6 +63,7 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -71,6 +77,7 @@ from survey.domain.models import (
     DayTally,
     HeldSubmission,
     PairTally,
+    PendingPairs,
     Question,
     RespondentCode,
     Submission,
@@ -135,6 +142,10 @@ class Tally:
     #: The positions, among the keys, of each (question, value) whose value may be a randomized
     #: number's report code, which then names its shard (:func:`_shard_of`).
     coded: tuple[tuple[int, int], ...] = ()
+    #: One new submission's writers leave this tally to the fold: they list the submission in
+    #: ``pending_pairs`` instead (:mod:`survey.domain.responses.pending_pairs`), and its readers add
+    #: what the listed submissions would add (:func:`pending`).
+    deferred: bool = False
 
     @property
     def dated(self) -> bool:
@@ -309,11 +320,15 @@ TALLIES: tuple[Tally, ...] = (
         ("question_id", "value", "other_id", "other_value"),
         _pairs,
         coded=((0, 1), (2, 3)),
+        deferred=True,
     ),
     Tally("days", "answers per day", DayTally.__table__, ("question_id", "value", "day"), _days, coded=((0, 1),)),
     Tally("submissions", "submissions", SubmissionTally.__table__, ("survey_id",), _submissions, "survey_id"),
 )
 TALLY = {t.name: t for t in TALLIES}
+#: The tallies one new submission adds to at once, and those it leaves to the fold.
+AT_ONCE = tuple(t for t in TALLIES if not t.deferred)
+DEFERRED = tuple(t for t in TALLIES if t.deferred)
 
 
 def upsert(
@@ -373,6 +388,53 @@ def stored(
     )
     submitted = select(Submission.id.label("submission_id"), Submission.survey_id).where(which).subquery("submitted")
     return reported, submitted
+
+
+def pending(feeds: Mapping[int, Feeds]) -> tuple[FromClause, FromClause]:
+    """``reported`` and ``submitted`` of the submissions listed in ``pending_pairs`` (not yet in the
+    deferred tallies), their answers to the questions of ``feeds`` alone: what a reader of a
+    deferred tally adds to the stored cells. A few hundred submissions at most while the fold keeps
+    up; driven from the list, so it costs the same at ten submissions or ten million."""
+    randomized = sorted(q for q, f in feeds.items() if f.randomized)
+    paired = sorted(q for q, f in feeds.items() if f.paired)
+    reported = (
+        select(
+            Answer.submission_id,
+            Answer.question_id,
+            Answer.value,
+            Submission.submitted_on.label("day"),
+            Answer.question_id.in_(randomized).label("randomized"),
+            Answer.question_id.in_(paired).label("paired"),
+        )
+        .select_from(PendingPairs)
+        .join(Answer, Answer.submission_id == PendingPairs.submission_id)
+        .join(Submission, Submission.id == PendingPairs.submission_id)
+        .where(Answer.question_id.in_(sorted(feeds)))
+        .subquery("reported")
+    )
+    submitted = (
+        select(Submission.id.label("submission_id"), Submission.survey_id)
+        .join(PendingPairs, PendingPairs.submission_id == Submission.id)
+        .subquery("submitted")
+    )
+    return reported, submitted
+
+
+def pair_cells(low: Any, high: Any) -> Select:
+    """``SELECT value, other_value, count``: how many submissions reported each pair of values to the
+    questions ``low`` and ``high`` (``low.id < high.id``; each a :class:`~survey.domain.models.Question`),
+    from the pair tallies summed over shards, plus the pairs of the submissions not yet folded into
+    them, in one statement (so from one snapshot: a submission is in exactly one of the two)."""
+    table = PairTally.__table__
+    kept = select(table.c.value, table.c.other_value, table.c["count"].label("n")).where(
+        table.c.question_id == low.id, table.c.other_id == high.id
+    )
+    feeds = {low.id: what_it_feeds(low), high.id: what_it_feeds(high)}
+    late = TALLY["pairs"].counted(*pending(feeds)).subquery("late")
+    cells = union_all(kept, select(late.c.value, late.c.other_value, late.c.n)).subquery("cells")
+    return select(cells.c.value, cells.c.other_value, cast(func.sum(cells.c.n), BigInteger)).group_by(
+        cells.c.value, cells.c.other_value
+    )
 
 
 def _check_at() -> ColumnElement[Any]:
@@ -521,7 +583,8 @@ def postgresql_submission(with_receipt: bool) -> Compiled:
 def postgresql_submission_statement(with_receipt: bool) -> Select:
     """One statement, so one round trip and atomic on its own: data-modifying CTEs check that the
     survey accepts, insert the key's receipt (if any: on a key already received, nothing more),
-    the submission, its answers and every tally of :data:`TALLIES`. Everything hangs on the new
+    the submission, its answers and every tally of :data:`AT_ONCE`, and list it for the fold of the
+    :data:`DEFERRED` ones. Everything hangs on the new
     submission's row: if any check fails, nothing is written, and no row comes back; otherwise one
     row, ``check_at`` (:func:`_check_at`). The same text for any number of answers (they come as arrays)."""
     day = bindparam("day", type_=Date)
@@ -556,7 +619,9 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
         select(reported.c.submission_id, reported.c.question_id, reported.c.value),
     )
     writes = [answers.cte("new_answers")]
-    writes += [upsert("postgresql", t, reported, submitted, shard, one=True).cte(f"counted_{t.name}") for t in TALLIES]
+    writes += [upsert("postgresql", t, reported, submitted, shard, one=True).cte(f"counted_{t.name}") for t in AT_ONCE]
+    if DEFERRED:
+        writes.append(_list_pending("postgresql", select(new_submission.c.id)).cte("listed"))
     return select(accepting.c.check_at).select_from(new_submission.join(accepting, true())).add_cte(*writes)
 
 
@@ -618,8 +683,9 @@ def sqlite_submission() -> SQLiteSubmission:
 
 
 def sqlite_submission_statements() -> tuple[Any, ...]:
-    """The insert of the submission (if the survey accepts), then the insert of its answers and one
-    upsert per tally of :data:`TALLIES`, the answers read from one JSON array (``reported``)."""
+    """The insert of the submission (if the survey accepts), then the insert of its answers, one
+    upsert per tally of :data:`AT_ONCE` and its listing for the fold, the answers read from one
+    JSON array (``reported``)."""
     day = bindparam("day", type_=Date)
     accepting = _accepting(day).subquery("accepting")
     insert = (
@@ -648,7 +714,19 @@ def sqlite_submission_statements() -> tuple[Any, ...]:
         select(reported.c.submission_id, reported.c.question_id, reported.c.value),
     )
     shard = bindparam("shard", type_=SmallInteger)
-    return (insert, answers, *(upsert("sqlite", t, reported, submitted, shard) for t in TALLIES))
+    listed = (_list_pending("sqlite", select(submission_id)),) if DEFERRED else ()
+    return (insert, answers, *(upsert("sqlite", t, reported, submitted, shard) for t in AT_ONCE), *listed)
+
+
+def _list_pending(dialect: str, ids: Select) -> Any:
+    """List the submissions ``ids`` for the fold of the deferred tallies. On a conflict nothing: an
+    id listed already is listed (SQLite may give a deleted submission's id to a new one)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return (
+        insert(PendingPairs)
+        .from_select(["submission_id"], ids.where(true()))
+        .on_conflict_do_nothing(index_elements=["submission_id"])
+    )
 
 
 # -- a released batch: many submissions at once ----------------------------------------------------

@@ -24,8 +24,9 @@ from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import DECLINED, Answer, AnswerTally, PairTally, Question, Survey
+from survey.domain.models import DECLINED, Answer, AnswerTally, Question, Survey
 from survey.domain.responses.tallies import question_day_counts, question_mechanism
+from survey.domain.responses.writes import pair_cells
 from survey.domain.results.coding import parse_category
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.results.plans import merge_joins
@@ -69,11 +70,7 @@ def pair_counts(session: Session, first: Question, second: Question) -> dict[tup
     tallies, so it costs the same whatever the number of respondents.
     """
     low, high = sorted((first, second), key=lambda q: q.id)
-    rows = session.execute(
-        select(PairTally.value, PairTally.other_value, func.sum(PairTally.count))
-        .where(PairTally.question_id == low.id, PairTally.other_id == high.id)
-        .group_by(PairTally.value, PairTally.other_value)
-    )
+    rows = session.execute(pair_cells(low, high))
     pairs: dict[tuple[int, int | None], int] = {}
     answered: dict[int, int] = defaultdict(int)
     for value_low, value_high, count in rows:

@@ -31,7 +31,8 @@ from sqlalchemy import BigInteger, and_, cast, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import DECLINED, Answer, AnswerTally, PairTally, Question, Survey
+from survey.domain.models import DECLINED, Answer, AnswerTally, Question, Survey
+from survey.domain.responses.writes import pair_cells
 from survey.domain.results.analysis import (
     LEVEL,
     MAX_REGRESSION_CELLS,
@@ -215,11 +216,7 @@ def _codes_by_group(session: Session, question: Question, other: Question) -> tu
     summed by numpy."""
     low, high = sorted((question, other), key=lambda q: q.id)
     connection = session.connection()
-    pairs = connection.execute(
-        select(PairTally.value, PairTally.other_value, cast(func.sum(PairTally.count), BigInteger))
-        .where(PairTally.question_id == low.id, PairTally.other_id == high.id)
-        .group_by(PairTally.value, PairTally.other_value)
-    ).all()
+    pairs = connection.execute(pair_cells(low, high)).all()
     totals = connection.execute(
         select(AnswerTally.value, cast(func.sum(AnswerTally.count), BigInteger))
         .where(AnswerTally.question_id == question.id, *([AnswerTally.value != DECLINED] if question.decline else []))

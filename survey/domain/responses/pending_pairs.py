@@ -1,0 +1,82 @@
+"""The fold: the pairs of answers of listed submissions added to the pair tallies, a batch at a time.
+
+Why deferred: one submission of ten questions adds to 45 cells of the pair tallies, and those 45
+upserts were about 40% of the CPU PostgreSQL spent on a submission (0.35 of 0.85 ms; benchmarks/
+scale.md, "Ingest"). So a new submission lists its id in ``pending_pairs``
+(:class:`~survey.domain.models.PendingPairs`) in its own statement, and the fold takes up to
+:data:`BATCH` listed submissions, adds their pairs (grouped: a few hundred cells for hundreds of
+submissions) and deletes their rows, in one transaction. Readers add the listed submissions' pairs
+to the stored cells in the same statement (:func:`survey.domain.responses.writes.pair_cells`), so
+every count is exact whether or not the fold has run: a submission is in the list or in the
+tallies, never both, never neither.
+
+Who folds: the web process after storing a submission, at most once a second in the background
+(survey.platform.folding); the rebuild of a survey's tallies, which recounts its pairs and empties
+its list; a downgrade past revision 0024. On PostgreSQL concurrent folds take disjoint batches
+(``FOR UPDATE SKIP LOCKED``) and add rows in key order, as every writer of the tallies does, so they
+never wait for one another in a circle; SQLite has one writer at a time.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import SmallInteger, delete, func, literal, select
+from sqlalchemy.orm import Session
+
+from survey.domain.base import begin_writing
+from survey.domain.models import TALLY_SHARDS, PendingPairs, Question, Submission
+
+from . import writes
+
+#: Submissions folded in one transaction at most.
+BATCH = 2000
+
+_random = secrets.SystemRandom()
+
+
+def fold(session: Session, batch: int = BATCH, commit: bool = True) -> int:
+    """Add the pairs of up to ``batch`` listed submissions to the deferred tallies and unlist them, in
+    one transaction (committed unless not ``commit``); how many were taken (0: none was listed, or
+    every listed one is being folded by someone else)."""
+    dialect = session.get_bind().dialect.name
+    begin_writing(session)
+    taken = select(PendingPairs.submission_id).order_by(PendingPairs.submission_id).limit(batch)
+    if dialect == "postgresql":
+        taken = taken.with_for_update(skip_locked=True)
+    ids = list(session.scalars(taken))
+    if not ids:
+        if commit:
+            session.rollback()
+        return 0
+    # what each question of the submissions' surveys feeds (a question's kind decides it)
+    surveys = select(Submission.survey_id).where(Submission.id.in_(ids)).distinct()
+    feeds = {
+        row.id: writes.what_it_feeds(row)
+        for row in session.execute(select(Question.id, Question.kind).where(Question.survey_id.in_(surveys)))
+    }
+    shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
+    source = writes.stored(feeds, submission_ids=ids)
+    for tally in writes.DEFERRED:
+        session.execute(writes.upsert(dialect, tally, *source, shard))
+    session.execute(
+        delete(PendingPairs).where(PendingPairs.submission_id.in_(ids)).execution_options(synchronize_session=False)
+    )
+    if commit:
+        session.commit()
+    return len(ids)
+
+
+def fold_all(session: Session, commit: bool = True) -> int:
+    """Fold until nothing is listed (or what is left is being folded by someone else); how many."""
+    total = 0
+    while True:
+        done = fold(session, commit=commit)
+        total += done
+        if done < BATCH:
+            return total
+
+
+def listed(session: Session) -> int:
+    """How many submissions wait for the fold."""
+    return session.scalar(select(func.count()).select_from(PendingPairs)) or 0

@@ -1,0 +1,48 @@
+"""The fold of the pair tallies, started in the background after a submission, at most once per
+interval in each process.
+
+A submission lists itself for the fold instead of adding to the pair tallies
+(survey.domain.responses.pending_pairs); readers add what is listed, so nothing waits for the fold to
+be right, but the list must stay short for them to stay fast. Each web process starts a fold at most
+every ``PAIR_FOLD_SECONDS`` (1 s; 0 turns it off, as the tests do unless they test it), in its
+background thread (survey.platform.background), so that no respondent waits for it: under load a
+fold takes the hundreds of submissions of the last second in one transaction. A process that
+stores no submission folds nothing, and nothing is left behind for long: the next submission
+anywhere folds every listed one, and a rebuild of the tallies (``flask recount --fix``) empties it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from flask import Flask
+
+from survey.domain.responses.pending_pairs import fold_all
+
+from . import background
+from .extensions import db
+
+_lock = threading.Lock()
+_next_at = 0.0
+
+
+def fold_soon(app: Flask) -> bool:
+    """Start a fold in the background unless one was started less than ``PAIR_FOLD_SECONDS`` ago in
+    this process; whether one was started."""
+    global _next_at
+    every = app.config["PAIR_FOLD_SECONDS"]
+    if not every:
+        return False
+    now = time.monotonic()
+    if now < _next_at:  # the common case, read without the lock
+        return False
+    with _lock:
+        if now < _next_at:
+            return False
+        _next_at = now + every
+    return background.run_later(app, _fold)
+
+
+def _fold() -> None:
+    fold_all(db.session)

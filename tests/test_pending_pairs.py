@@ -1,0 +1,213 @@
+"""The pair tallies' fold: a submission lists itself, a fold adds the listed ones later, and every
+reader counts each submission exactly once whatever the fold has done, concurrent folds and
+submissions included (survey.domain.responses.pending_pairs)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import numpy as np
+import pytest
+from alembic import command
+from sqlalchemy import func, select
+
+from survey.domain.models import PendingPairs, SubmissionTally, Survey
+from survey.domain.responses import writes
+from survey.domain.responses.pending_pairs import fold, fold_all, listed
+from survey.domain.responses.tallies import pair_tally_counts, rebuild_tallies, recount_pairs, tally_mismatches
+from survey.domain.results.analysis import pair_counts
+from survey.platform import background, folding
+from survey.platform.extensions import db
+from survey.platform.schema import alembic_config
+
+from .live import serve
+from .servers import post
+
+API = "/api/surveys/small-test/responses"
+
+
+def the_survey() -> Survey:
+    return db.session.scalar(select(Survey).where(Survey.slug == "small-test"))
+
+
+def answers(rng) -> dict:
+    found = {"drugs": int(rng.integers(2)), "mirror": int(rng.integers(2)), "often": int(rng.integers(4))}
+    if rng.random() < 0.7:
+        found["age"] = int(rng.integers(2))
+    return found
+
+
+def questions(survey: Survey) -> dict:
+    return {q.key: q for q in survey.questions}
+
+
+def test_a_submission_is_listed_and_counted_by_every_reader_before_and_after_the_fold(app, client, small_survey):
+    rng = np.random.default_rng(41)
+    sent = [answers(rng) for _ in range(30)]
+    for body in sent:
+        assert client.post(API, json={"answers": body}).status_code == 201
+    expected = Counter((a["often"], a.get("age")) for a in sent)
+    with app.app_context():
+        survey = the_survey()
+        often, age = questions(survey)["often"], questions(survey)["age"]
+        assert listed(db.session) == 30
+        kept = writes.TALLY["pairs"].kept().where(writes.TALLY["pairs"].of_survey(survey.id))
+        assert db.session.execute(kept).all() == []  # nothing folded yet...
+        before = (pair_counts(db.session, often, age), pair_tally_counts(db.session, survey))
+        assert before[0] == expected  # ...and every reader counts them all
+        assert before[1] == recount_pairs(db.session, survey)
+        assert tally_mismatches(db.session, survey) == []
+        # a fold of part of them, then of the rest: the same counts at every step
+        assert fold(db.session, batch=12) == 12 and listed(db.session) == 18
+        assert (pair_counts(db.session, often, age), pair_tally_counts(db.session, survey)) == before
+        assert fold_all(db.session) == 18 and listed(db.session) == 0
+        assert (pair_counts(db.session, often, age), pair_tally_counts(db.session, survey)) == before
+        assert len(db.session.execute(kept).all()) > 0
+        assert fold_all(db.session) == 0  # nothing left: nothing done
+
+
+def test_a_rebuild_unlists_the_surveys_submissions_and_counts_their_pairs_once(app, client, small_survey):
+    rng = np.random.default_rng(42)
+    for _ in range(12):
+        assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+    with app.app_context():
+        assert fold(db.session, batch=5) == 5
+        survey = the_survey()
+        before = pair_tally_counts(db.session, survey)
+        rebuild_tallies(db.session, survey)
+        db.session.commit()
+        assert listed(db.session) == 0
+        assert pair_tally_counts(db.session, survey) == before == recount_pairs(db.session, survey)
+        assert tally_mismatches(db.session, survey) == []
+
+
+def test_a_listed_submission_whose_row_is_gone_adds_nothing_and_is_dropped(app, client, small_survey):
+    rng = np.random.default_rng(43)
+    for _ in range(3):
+        assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+    with app.app_context():
+        survey = the_survey()
+        before = pair_tally_counts(db.session, survey)
+        db.session.add(PendingPairs(submission_id=10_000))  # no such submission
+        db.session.commit()
+        assert pair_tally_counts(db.session, survey) == before
+        assert fold_all(db.session) == 4 and listed(db.session) == 0
+        assert pair_tally_counts(db.session, survey) == before == recount_pairs(db.session, survey)
+
+
+def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, client, small_survey, monkeypatch):
+    monkeypatch.setattr(folding, "_next_at", 0.0)
+    app.config["PAIR_FOLD_SECONDS"] = 3600.0  # one fold now, none again during the test
+    rng = np.random.default_rng(44)
+    started = []
+    monkeypatch.setattr(background, "run_later", lambda *a, real=background.run_later: started.append(a) or real(*a))
+    for _ in range(5):
+        assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+    assert background.settle(30)
+    assert len(started) == 1  # after the first submission, not after the four others
+    with app.app_context():
+        # the fold ran after the first submission stored: it took that one, maybe more
+        assert listed(db.session) < 5
+        survey = the_survey()
+        assert tally_mismatches(db.session, survey) == []
+    app.config["PAIR_FOLD_SECONDS"] = 0  # off: nothing started
+    assert folding.fold_soon(app) is False
+
+
+@pytest.mark.parametrize("app", ["postgresql"], indirect=True)
+def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at_every_moment(app, small_survey):
+    """Four clients submit through a threaded server that starts a fold every 10 ms, two threads fold
+    as fast as they can, and a reader checks in one statement (one snapshot) that the pairs counted
+    for two questions every submission answers equal the submissions counted: a submission both
+    listed and folded, or neither, would show as a difference."""
+    app.config["PAIR_FOLD_SECONDS"] = 0.01
+    with app.app_context():
+        survey = the_survey()
+        drugs, often = questions(survey)["drugs"], questions(survey)["often"]
+        low, high = sorted((drugs, often), key=lambda q: q.id)
+        cells = writes.pair_cells(low, high).subquery()
+        snapshot = select(
+            select(func.coalesce(func.sum(cells.c[2]), 0)).scalar_subquery(),
+            select(func.coalesce(func.sum(SubmissionTally.count), 0))
+            .where(SubmissionTally.survey_id == survey.id)
+            .scalar_subquery(),
+        )
+        db.engine.dispose()
+    done = threading.Event()
+    seen: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+    results: Counter = Counter()
+
+    def guarded(work):
+        def run(*args):
+            try:
+                work(*args)
+            except BaseException as error:  # the main thread reports it
+                failures.append(error)
+
+        return run
+
+    @guarded
+    def submit(port: int, worker: int) -> None:
+        rng = np.random.default_rng(500 + worker)
+        for _ in range(60):
+            results[post(port, {"answers": answers(rng)}, timeout=30)[0]] += 1
+
+    @guarded
+    def folder() -> None:
+        with app.app_context():
+            while not done.is_set():
+                fold(db.session, batch=7)
+
+    @guarded
+    def reader() -> None:
+        with app.app_context():
+            while not done.is_set():
+                pairs, submissions = db.session.execute(snapshot).one()
+                seen.append((int(pairs), int(submissions)))
+                db.session.rollback()
+
+    with serve(app) as port:
+        helpers = [threading.Thread(target=folder) for _ in range(2)] + [threading.Thread(target=reader)]
+        clients = [threading.Thread(target=submit, args=(port, i)) for i in range(4)]
+        for t in helpers + clients:
+            t.start()
+        for t in clients:
+            t.join(timeout=120)
+        done.set()
+        for t in helpers:
+            t.join(timeout=60)
+    assert background.settle(60)
+    assert not failures, failures
+    assert results == {201: 240}
+    assert len(seen) > 10 and all(pairs == submissions for pairs, submissions in seen), [
+        s for s in seen if s[0] != s[1]
+    ][:5]
+    with app.app_context():
+        survey = the_survey()
+        assert tally_mismatches(db.session, survey) == []
+        fold_all(db.session)
+        assert listed(db.session) == 0
+        assert tally_mismatches(db.session, survey) == []
+        db.engine.dispose()
+
+
+def test_a_downgrade_past_0024_folds_what_is_listed_first(app, client, small_survey):
+    rng = np.random.default_rng(45)
+    for _ in range(9):
+        assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+    pairs = writes.TALLY["pairs"]
+    with app.app_context():
+        survey = the_survey()
+        expected = recount_pairs(db.session, survey)
+        db.session.remove()
+        command.downgrade(alembic_config(), "0023")
+        try:
+            # what 0023 has: the pair tallies alone, read without the list
+            kept = db.session.execute(pairs.kept().where(pairs.of_survey(survey.id))).all()
+            assert {tuple(row[:-1]): int(row[-1]) for row in kept} == expected
+            db.session.remove()
+        finally:
+            command.upgrade(alembic_config(), "head")
+        assert listed(db.session) == 0 and tally_mismatches(db.session, survey) == []
