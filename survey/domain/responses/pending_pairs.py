@@ -40,11 +40,23 @@ def fold(session: Session, batch: int = BATCH, commit: bool = True) -> int:
     one transaction (committed unless not ``commit``); how many were taken (0: none was listed, or
     every listed one is being folded by someone else)."""
     dialect = session.get_bind().dialect.name
-    begin_writing(session)
-    taken = select(PendingPairs.submission_id).order_by(PendingPairs.submission_id).limit(batch)
     if dialect == "postgresql":
-        taken = taken.with_for_update(skip_locked=True)
-    ids = list(session.scalars(taken))
+        statement = writes.postgresql_fold()
+        params = statement.params({"batch": batch, "shard": _random.randrange(TALLY_SHARDS)})
+        with session.connection().connection.driver_connection.cursor() as cursor:  # the session's transaction
+            # The planner cannot know how few rows the list holds, estimates the self-join at millions
+            # of rows, and compiles the statement to machine code first: 540 of 654 ms for a fold of
+            # 400 submissions that runs in 40 ms without (EXPLAIN ANALYZE). Off for this transaction.
+            cursor.execute("SET LOCAL jit = off")
+            cursor.execute(statement.sql, params)
+            (folded,) = cursor.fetchone()
+        if commit:
+            session.commit()
+        return int(folded)
+    # SQLite, one writer at a time: the same in steps, in one transaction that takes the write lock first
+    begin_writing(session)
+    first = select(PendingPairs.submission_id).order_by(PendingPairs.submission_id).limit(batch)
+    ids = list(session.scalars(first))
     if not ids:
         if commit:
             session.rollback()
@@ -58,7 +70,7 @@ def fold(session: Session, batch: int = BATCH, commit: bool = True) -> int:
     shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
     source = writes.stored(feeds, submission_ids=ids)
     for tally in writes.DEFERRED:
-        session.execute(writes.upsert(dialect, tally, *source, shard))
+        session.execute(writes.upsert("sqlite", tally, *source, shard))
     session.execute(
         delete(PendingPairs).where(PendingPairs.submission_id.in_(ids)).execution_options(synchronize_session=False)
     )
