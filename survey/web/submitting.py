@@ -51,6 +51,7 @@ def record(form: SubmissionForm, answers: Any, invitation: str | None, key: str 
         cache=forms(),
         key=key,
         batch=current_app.config["ANONYMITY_BATCH"],
+        engine=db.engine,
     )
     folding.fold_soon(current_app._get_current_object())  # type: ignore[attr-defined]
     return recorded
