@@ -192,6 +192,11 @@ def from_environment() -> dict[str, Any]:
     for key in ("MAIL_USE_TLS", "MAIL_USE_SSL"):
         if os.environ.get(key):
             values[key] = _flag(key, os.environ[key])
+    if os.environ.get("PAIR_FOLD_SECONDS"):
+        try:
+            values["PAIR_FOLD_SECONDS"] = float(os.environ["PAIR_FOLD_SECONDS"])
+        except ValueError:
+            raise RuntimeError("PAIR_FOLD_SECONDS must be a number of seconds (0: no fold)") from None
     if os.environ.get("TRUSTED_PROXIES"):
         try:
             values["TRUSTED_PROXIES"] = int(os.environ["TRUSTED_PROXIES"])
