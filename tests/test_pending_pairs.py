@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from alembic import command
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from survey.domain.models import PendingPairs, SubmissionTally, Survey
 from survey.domain.responses import writes
@@ -126,7 +126,7 @@ def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at
         survey = the_survey()
         drugs, often = questions(survey)["drugs"], questions(survey)["often"]
         low, high = sorted((drugs, often), key=lambda q: q.id)
-        cells = writes.pair_cells(low, high).subquery()
+        cells = writes.pair_cells(low, high, db.engine.dialect.name).subquery()
         snapshot = select(
             select(func.coalesce(func.sum(cells.c[2]), 0)).scalar_subquery(),
             select(func.coalesce(func.sum(SubmissionTally.count), 0))
@@ -211,3 +211,13 @@ def test_a_downgrade_past_0024_folds_what_is_listed_first(app, client, small_sur
         finally:
             command.upgrade(alembic_config(), "head")
         assert listed(db.session) == 0 and tally_mismatches(db.session, survey) == []
+
+
+@pytest.mark.parametrize("app", ["postgresql"], indirect=True)
+def test_the_apps_postgresql_connections_compile_nothing_to_machine_code(app):
+    """JIT off (survey.platform.connections.no_jit_on_postgresql), and still off after a rollback."""
+    with app.app_context():
+        assert db.session.execute(text("SHOW jit")).scalar() == "off"
+        db.session.rollback()
+        assert db.session.execute(text("SHOW jit")).scalar() == "off"
+        db.session.remove()

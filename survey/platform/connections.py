@@ -219,6 +219,26 @@ def wait_for_sqlite_writers(engine: Engine, seconds: float = SQLITE_BUSY_SECONDS
         dbapi_connection.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
 
+def no_jit_on_postgresql(engine: Engine) -> None:
+    """Turn PostgreSQL's JIT compilation off for the app's connections.
+
+    PostgreSQL compiles a statement to machine code when the planner's cost estimate passes
+    ``jit_above_cost``, and its estimates of a short list joined to itself are wild: a read of the
+    pair tallies with the submissions not yet folded (survey.domain.responses.writes.pair_cells) was
+    estimated at 106 million and spent 308 of its 379 ms compiling, to read a few hundred rows; the
+    fold, 540 of 654 ms. Nothing the app sends runs long enough for compiled code to pay back its
+    compilation."""
+    if engine.dialect.name != "postgresql":
+        return
+
+    @event.listens_for(engine, "connect")
+    def set_no_jit(dbapi_connection: Any, record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True  # (a SET in a transaction that is rolled back is undone)
+        dbapi_connection.execute("SET jit = off")
+        dbapi_connection.autocommit = autocommit
+
+
 def erase_deleted_sqlite_rows(engine: Engine) -> None:
     """Have SQLite overwrite deleted rows with zeros (``secure_delete``) instead of leaving them in free
     pages of the file. A submission to a survey by invitation is held, then deleted from

@@ -139,7 +139,8 @@ def tally_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[t
     as every reader sees them."""
     kept = tally.kept().where(tally.of_survey(survey.id))
     if tally.deferred:  # one statement, one snapshot: a submission is listed or folded, not both
-        late = tally.counted(*writes.pending(question_kinds(survey))).subquery("late")
+        dialect = session.get_bind().dialect.name
+        late = tally.counted(*writes.pending(question_kinds(survey), dialect)).subquery("late")
         both = union_all(kept, select(*late.c)).subquery("both")
         keys = [both.c[k] for k in tally.keys]
         kept = select(*keys, func.sum(list(both.c)[-1])).group_by(*keys)

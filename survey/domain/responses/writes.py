@@ -392,14 +392,17 @@ def stored(
     return reported, submitted
 
 
-def pending(feeds: Mapping[int, Feeds]) -> tuple[FromClause, FromClause]:
+def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[FromClause, FromClause]:
     """``reported`` and ``submitted`` of the submissions listed in ``pending_pairs`` (not yet in the
     deferred tallies), their answers to the questions of ``feeds`` alone: what a reader of a
     deferred tally adds to the stored cells. A few hundred submissions at most while the fold keeps
-    up; driven from the list, so it costs the same at ten submissions or ten million."""
+    up; driven from the list (each listed submission's answers looked up by its id, a ``LATERAL``
+    join, whatever the planner guesses of the list's size), so it costs the same at ten submissions
+    or ten million."""
     randomized = sorted(q for q, f in feeds.items() if f.randomized)
     paired = sorted(q for q, f in feeds.items() if f.paired)
-    reported = (
+    listed = select(PendingPairs.submission_id).subquery("listed")
+    each = (
         select(
             Answer.submission_id,
             Answer.question_id,
@@ -408,12 +411,16 @@ def pending(feeds: Mapping[int, Feeds]) -> tuple[FromClause, FromClause]:
             Answer.question_id.in_(randomized).label("randomized"),
             Answer.question_id.in_(paired).label("paired"),
         )
-        .select_from(PendingPairs)
-        .join(Answer, Answer.submission_id == PendingPairs.submission_id)
-        .join(Submission, Submission.id == PendingPairs.submission_id)
+        .join(Submission, Submission.id == Answer.submission_id)
         .where(Answer.question_id.in_(sorted(feeds)))
-        .subquery("reported")
     )
+    if dialect == "postgresql":
+        # kept a lookup per submission (see postgresql_fold); SQLite has no LATERAL, and its planner
+        # drives a join from the smaller side by itself
+        found = each.where(Answer.submission_id == listed.c.submission_id).offset(0).lateral("each")
+        reported = select(*found.c).select_from(listed).join(found, true()).subquery("reported")
+    else:
+        reported = each.join(listed, listed.c.submission_id == Answer.submission_id).subquery("reported")
     submitted = (
         select(Submission.id.label("submission_id"), Submission.survey_id)
         .join(PendingPairs, PendingPairs.submission_id == Submission.id)
@@ -422,7 +429,7 @@ def pending(feeds: Mapping[int, Feeds]) -> tuple[FromClause, FromClause]:
     return reported, submitted
 
 
-def pair_cells(low: Any, high: Any) -> Select:
+def pair_cells(low: Any, high: Any, dialect: str = "postgresql") -> Select:
     """``SELECT value, other_value, count``: how many submissions reported each pair of values to the
     questions ``low`` and ``high`` (``low.id < high.id``; each a :class:`~survey.domain.models.Question`),
     from the pair tallies summed over shards, plus the pairs of the submissions not yet folded into
@@ -432,7 +439,7 @@ def pair_cells(low: Any, high: Any) -> Select:
         table.c.question_id == low.id, table.c.other_id == high.id
     )
     feeds = {low.id: what_it_feeds(low), high.id: what_it_feeds(high)}
-    late = TALLY["pairs"].counted(*pending(feeds)).subquery("late")
+    late = TALLY["pairs"].counted(*pending(feeds, dialect)).subquery("late")
     cells = union_all(kept, select(late.c.value, late.c.other_value, late.c.n)).subquery("cells")
     return select(cells.c.value, cells.c.other_value, cast(func.sum(cells.c.n), BigInteger)).group_by(
         cells.c.value, cells.c.other_value
@@ -633,7 +640,10 @@ def postgresql_fold() -> Compiled:
     once: unlist up to ``batch`` listed submissions (the lowest ids that no other fold holds: ``FOR
     UPDATE SKIP LOCKED``), add their stored answers' pairs to every :data:`DEFERRED` tally in shard
     ``shard``, and return how many it took. What each answer feeds is read from its question's kind
-    in SQL (what :func:`what_it_feeds` reads in Python), so no list of ids or questions travels: a
+    in SQL (what :func:`what_it_feeds` reads in Python); each taken submission's answers are looked
+    up by its id (a ``LATERAL`` join: planned on a guess of the list's size, a join read the whole
+    index of ``answers`` on every fold, and the fold slowed as the table grew). No list of ids or
+    questions travels: a
     fold of hundreds of submissions built with them cost its worker more CPU in Python (SQLAlchemy's
     expanding IN, psycopg's parsing of thousands of placeholders) than the pairs it saved."""
     chosen = (
@@ -648,19 +658,24 @@ def postgresql_fold() -> Compiled:
         .returning(PendingPairs.submission_id)
         .cte("taken")
     )
+    each = (
+        select(Answer.submission_id, Answer.question_id, Answer.value, Submission.submitted_on.label("day"))
+        .join(Submission, Submission.id == Answer.submission_id)
+        .where(Answer.submission_id == taken.c.submission_id)
+        .offset(0)  # (so that PostgreSQL keeps it a lookup per submission instead of flattening it into a join)
+        .lateral("each")
+    )
+    # (each kind's questions read once per fold, then looked up in memory: PostgreSQL's hashed subplan)
+    randomized = select(Question.id).where(_kind_is(k.id for k in KIND_LIST if k.randomized))
+    paired = select(Question.id).where(_kind_is(k.id for k in KIND_LIST if k.paired))
     reported = (
         select(
-            Answer.submission_id,
-            Answer.question_id,
-            Answer.value,
-            Submission.submitted_on.label("day"),
-            _kind_is(k.id for k in KIND_LIST if k.randomized).label("randomized"),
-            _kind_is(k.id for k in KIND_LIST if k.paired).label("paired"),
+            *each.c,
+            each.c.question_id.in_(randomized).label("randomized"),
+            each.c.question_id.in_(paired).label("paired"),
         )
         .select_from(taken)
-        .join(Answer, Answer.submission_id == taken.c.submission_id)
-        .join(Submission, Submission.id == taken.c.submission_id)
-        .join(Question, Question.id == Answer.question_id)
+        .join(each, true())
         .cte("reported")
     )
     submitted = (

@@ -70,7 +70,7 @@ def pair_counts(session: Session, first: Question, second: Question) -> dict[tup
     tallies, so it costs the same whatever the number of respondents.
     """
     low, high = sorted((first, second), key=lambda q: q.id)
-    rows = session.execute(pair_cells(low, high))
+    rows = session.execute(pair_cells(low, high, session.get_bind().dialect.name))
     pairs: dict[tuple[int, int | None], int] = {}
     answered: dict[int, int] = defaultdict(int)
     for value_low, value_high, count in rows:

@@ -216,7 +216,7 @@ def _codes_by_group(session: Session, question: Question, other: Question) -> tu
     summed by numpy."""
     low, high = sorted((question, other), key=lambda q: q.id)
     connection = session.connection()
-    pairs = connection.execute(pair_cells(low, high)).all()
+    pairs = connection.execute(pair_cells(low, high, connection.dialect.name)).all()
     totals = connection.execute(
         select(AnswerTally.value, cast(func.sum(AnswerTally.count), BigInteger))
         .where(AnswerTally.question_id == question.id, *([AnswerTally.value != DECLINED] if question.decline else []))
