@@ -12,7 +12,9 @@ tallies, never both, never neither.
 
 Who folds: the web process after storing a submission, at most once a second in the background
 (survey.platform.folding); the rebuild of a survey's tallies, which recounts its pairs and empties
-its list; a downgrade past revision 0024. On PostgreSQL concurrent folds take disjoint batches
+its list; a release that takes back listed submissions (sent by link before the survey went by
+invitation), which adds their pairs as it removes them (survey.domain.responses.mixing); a
+downgrade past revision 0024. On PostgreSQL concurrent folds take disjoint batches
 (``FOR UPDATE SKIP LOCKED``) and add rows in key order, as every writer of the tallies does, so they
 never wait for one another in a circle; SQLite has one writer at a time.
 """

@@ -8,7 +8,7 @@ From this revision a submission made on the survey page or through the API notes
 them later, hundreds at a time, and deletes the rows (survey.domain.responses.pending_pairs). Every
 reader adds the pairs of the listed submissions, so what the tallies mean does not change. The
 upgrade starts with an empty list (every pair stored so far is counted); the downgrade folds what
-is listed into the tallies first, in SQL, then drops the table.
+is listed into the tallies first (the app's own fold), then drops the table.
 """
 
 import sqlalchemy as sa
