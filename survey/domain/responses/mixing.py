@@ -35,7 +35,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import SmallInteger, delete, func, insert, literal, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -49,6 +49,7 @@ from survey.domain.models import (
     accepting_on,
     today,
 )
+from survey.domain.responses.pending_pairs import add_now
 from survey.domain.responses.writes import Feeds, what_it_feeds
 
 from . import writes
@@ -179,16 +180,7 @@ def _take_back_latest(
             _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
     # Those still listed for the fold (sent by link before the survey went by invitation) have not
     # added to the deferred tallies yet, and their rows go: they add now, unlisted, like a fold's.
-    listed = list(
-        session.scalars(
-            delete(PendingPairs).where(PendingPairs.submission_id.in_(ids)).returning(PendingPairs.submission_id)
-        )
-    )
-    if listed:
-        shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
-        dialect = session.get_bind().dialect.name
-        for tally in writes.DEFERRED:
-            session.execute(writes.upsert(dialect, tally, *writes.stored(kinds, submission_ids=listed), shard))
+    add_now(session, PendingPairs.submission_id.in_(ids), kinds)
     session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
     session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
     return [(days[i], answers[i]) for i in ids]

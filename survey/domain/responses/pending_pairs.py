@@ -22,8 +22,9 @@ never wait for one another in a circle; SQLite has one writer at a time.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 
-from sqlalchemy import SmallInteger, delete, func, literal, select
+from sqlalchemy import ColumnElement, SmallInteger, delete, func, literal, select
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -58,26 +59,30 @@ def fold(session: Session, batch: int = BATCH, commit: bool = True) -> int:
     # SQLite, one writer at a time: the same in steps, in one transaction that takes the write lock first
     begin_writing(session)
     first = select(PendingPairs.submission_id).order_by(PendingPairs.submission_id).limit(batch)
-    ids = list(session.scalars(first))
-    if not ids:
-        if commit:
-            session.rollback()
-        return 0
-    # what each question of the submissions' surveys feeds (a question's kind decides it)
-    surveys = select(Submission.survey_id).where(Submission.id.in_(ids)).distinct()
-    feeds = {
-        row.id: writes.what_it_feeds(row)
-        for row in session.execute(select(Question.id, Question.kind).where(Question.survey_id.in_(surveys)))
-    }
-    shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
-    source = writes.stored(feeds, submission_ids=ids)
-    for tally in writes.DEFERRED:
-        session.execute(writes.upsert("sqlite", tally, *source, shard))
-    session.execute(
-        delete(PendingPairs).where(PendingPairs.submission_id.in_(ids)).execution_options(synchronize_session=False)
-    )
+    taken = add_now(session, PendingPairs.submission_id.in_(first.scalar_subquery()))
     if commit:
         session.commit()
+    return taken
+
+
+def add_now(session: Session, which: ColumnElement[bool], feeds: Mapping[int, writes.Feeds] | None = None) -> int:
+    """Unlist the listed submissions ``which`` selects and add their pairs to the deferred tallies
+    now, from their stored answers, in the caller's transaction; how many. ``feeds``: what their
+    questions feed, when the caller knows (else read from their kinds). The rows are deleted first
+    (``RETURNING``), so that no fold can take them meanwhile."""
+    ids = list(session.scalars(delete(PendingPairs).where(which).returning(PendingPairs.submission_id)))
+    if not ids:
+        return 0
+    if feeds is None:  # what each question of the submissions' surveys feeds (a question's kind decides it)
+        surveys = select(Submission.survey_id).where(Submission.id.in_(ids)).distinct()
+        feeds = {
+            row.id: writes.what_it_feeds(row)
+            for row in session.execute(select(Question.id, Question.kind).where(Question.survey_id.in_(surveys)))
+        }
+    shard = literal(_random.randrange(TALLY_SHARDS), SmallInteger)
+    dialect = session.get_bind().dialect.name
+    for tally in writes.DEFERRED:
+        session.execute(writes.upsert(dialect, tally, *writes.stored(feeds, submission_ids=ids), shard))
     return len(ids)
 
 

@@ -357,6 +357,21 @@ def upsert(
 # -- sources ---------------------------------------------------------------------------------------
 
 
+def _answers_fed(feeds: Mapping[int, Feeds]) -> Select:
+    """Stored answers as rows of ``reported``: each with its submission's day and what its question
+    feeds (``feeds``; a question missing from it feeds only its answer tally). Add the condition."""
+    randomized = sorted(q for q, f in feeds.items() if f.randomized)
+    paired = sorted(q for q, f in feeds.items() if f.paired)
+    return select(
+        Answer.submission_id,
+        Answer.question_id,
+        Answer.value,
+        Submission.submitted_on.label("day"),
+        Answer.question_id.in_(randomized).label("randomized"),
+        Answer.question_id.in_(paired).label("paired"),
+    ).join(Submission, Submission.id == Answer.submission_id)
+
+
 def stored(
     feeds: Mapping[int, Feeds],
     survey_id: int | None = None,
@@ -367,27 +382,13 @@ def stored(
     of the submissions ``submission_ids`` (those a release takes back), or of the upload ``import_id``
     (:mod:`survey.domain.responses.imports`). ``feeds`` maps question ids to what they feed
     (:func:`what_it_feeds`); a question missing from it feeds only its answer tally."""
-    randomized = sorted(q for q, f in feeds.items() if f.randomized)
-    paired = sorted(q for q, f in feeds.items() if f.paired)
     if import_id is not None:
         which = Submission.import_id == import_id
     elif submission_ids is None:
         which = Submission.survey_id == survey_id
     else:
         which = Submission.id.in_(list(submission_ids))
-    reported = (
-        select(
-            Answer.submission_id,
-            Answer.question_id,
-            Answer.value,
-            Submission.submitted_on.label("day"),
-            Answer.question_id.in_(randomized).label("randomized"),
-            Answer.question_id.in_(paired).label("paired"),
-        )
-        .join(Submission, Submission.id == Answer.submission_id)
-        .where(which)
-        .subquery("reported")
-    )
+    reported = _answers_fed(feeds).where(which).subquery("reported")
     submitted = select(Submission.id.label("submission_id"), Submission.survey_id).where(which).subquery("submitted")
     return reported, submitted
 
@@ -399,21 +400,8 @@ def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[Fr
     up; driven from the list (each listed submission's answers looked up by its id, a ``LATERAL``
     join, whatever the planner guesses of the list's size), so it costs the same at ten submissions
     or ten million."""
-    randomized = sorted(q for q, f in feeds.items() if f.randomized)
-    paired = sorted(q for q, f in feeds.items() if f.paired)
     listed = select(PendingPairs.submission_id).subquery("listed")
-    each = (
-        select(
-            Answer.submission_id,
-            Answer.question_id,
-            Answer.value,
-            Submission.submitted_on.label("day"),
-            Answer.question_id.in_(randomized).label("randomized"),
-            Answer.question_id.in_(paired).label("paired"),
-        )
-        .join(Submission, Submission.id == Answer.submission_id)
-        .where(Answer.question_id.in_(sorted(feeds)))
-    )
+    each = _answers_fed(feeds).where(Answer.question_id.in_(sorted(feeds)))
     if dialect == "postgresql":
         # kept a lookup per submission (see postgresql_fold); SQLite has no LATERAL, and its planner
         # drives a join from the smaller side by itself
