@@ -943,6 +943,18 @@ def test_the_preview_of_a_randomized_number_gives_number_margins_figures(signed_
     assert data["design_effect"] == pytest.approx((planned / direct) ** 2, rel=1e-12)
     assert data["margin_text"] == f"±{planned:.2f}" and data["direct_margin_text"] == f"±{direct:.2f}"
     assert planned > direct
+    # the answers needed for the target margin (5 points by default) as a share of the range: ±3.00
+    needed, direct_needed = data["respondents_needed"], data["direct_respondents_needed"]
+    assert data["target_in_units"] == pytest.approx(3.0)
+    at = lambda n: number_margin(n, -10, 50, mechanism=mechanism)  # noqa: E731
+    assert at(needed) <= 3.0 < at(needed - 1)
+    assert number_margin(direct_needed, -10, 50) <= 3.0 < number_margin(direct_needed - 1, -10, 50)
+    assert needed > direct_needed
+    assert data["respondents_needed_text"] == f"{needed:,} (for ±3.00, 5% of its range)"
+    wider = preview(
+        signed_in, design=design, kind="rr_number", minimum="-10", maximum="50", epsilon="1.5", margin="0.1"
+    )
+    assert wider["target_in_units"] == pytest.approx(6.0) and wider["respondents_needed"] < needed
     assert data["deniability"] == deniability_sentence(mechanism) and "at most 82%" in data["deniability"]
     assert data["description"] == describe_design(mechanism)
     top = preview(signed_in, design=design, kind="rr_number", minimum="0", maximum="1", epsilon=str(NUMBER_EPSILON_MAX))
@@ -951,7 +963,7 @@ def test_the_preview_of_a_randomized_number_gives_number_margins_figures(signed_
 
 def test_the_question_page_of_a_randomized_number_shows_its_preview_without_javascript(signed_in, draft):
     from survey.domain.surveys.planning import DEFAULT_RESPONDENTS
-    from survey.privacy.number_planning import number_margin
+    from survey.privacy.number_planning import number_margin, number_sample_size
 
     add(signed_in, draft, RR_NUMBER)
     page = signed_in.get(f"/surveys/{draft}/questions/q1/edit").text
@@ -959,5 +971,7 @@ def test_the_question_page_of_a_randomized_number_shows_its_preview_without_java
     planned = number_margin(DEFAULT_RESPONDENTS, 0, 30, mechanism=mechanism)
     numbers = re.search(r'<div data-for-result="numbers"( hidden)?>(.*?)</div>', page, re.S)
     assert numbers and numbers.group(1) is None and f"±{planned:.2f}" in numbers.group(2)
+    needed = number_sample_size(1.5, 0, 30, mechanism=mechanism)  # 5% of the range 0 to 30
+    assert f"{needed:,} (for ±1.50, 5% of its range)" in numbers.group(2)
     assert re.search(r'<div data-for-result="shares" hidden>', page)
     assert re.search(r'id="set-by-block"', page)

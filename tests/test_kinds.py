@@ -36,7 +36,7 @@ from survey.privacy.designs import DESIGNS
 from survey.privacy.designs import KINDS as DESIGN_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
-REGISTRY_FILE = ROOT / "survey" / "domain" / "kinds.py"
+REGISTRY_FILE = ROOT / "survey" / "domain" / "surveys" / "kinds.py"
 
 #: Comparisons with a kind's name that are still allowed, each with the reason, as
 #: (file, the comparison as ast.unparse writes it). Keep it short; empty it when you can.

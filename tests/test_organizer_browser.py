@@ -22,7 +22,7 @@ from survey.domain.surveys.preview import labels_for, points_text, probability_t
 from survey.domain.surveys.wording import deniability_sentence, describe_design
 from survey.platform.extensions import db
 from survey.privacy import CoinFlip, Crosswise, ForcedResponse, GeneralizedRR, UnrelatedQuestion, margin_of_error
-from survey.privacy.number_planning import number_margin
+from survey.privacy.number_planning import number_margin, number_sample_size
 from survey.privacy.numeric import HybridNumber
 from survey.privacy.unrelated_items import ITEMS
 
@@ -246,6 +246,10 @@ def test_organizer_builds_a_randomized_number_watching_its_planned_margin(live_s
     expect(preview_text(page, "epsilon")).to_have_text("2.00")
     expect(preview_text(page, "number-margin")).to_have_text(f"±{planned:.2f}")
     expect(preview_text(page, "direct-margin")).to_have_text(f"±{direct:.2f}")
+    # the answers needed for the survey's target margin (5 points) as that share of the range: ±1.50
+    needed, direct_needed = (number_sample_size(1.5, 0, 30, mechanism=m) for m in (hybrid, None))
+    expect(preview_text(page, "number-needed")).to_have_text(f"{needed:,} (for ±1.50, 5% of its range)")
+    expect(preview_text(page, "direct-needed")).to_have_text(f"{direct_needed:,}")
     expect(preview_text(page, "margin")).to_be_hidden()
     expect(preview_text(page, "deniability")).to_have_text(deniability_sentence(hybrid))
     page.fill("#maximum", "60")  # the margin is in the question's units: it follows the range

@@ -402,17 +402,25 @@ def test_a_draft_with_a_randomized_number_is_built_and_its_question_shown(signed
 
 def test_the_build_pages_plan_gives_the_means_margin_in_its_units(signed_in, user):
     """The planning table: a randomized number's ε, the planned half-width of its mean's interval at
-    the survey's expected respondents (the widest spread), and its design effect against asking it
-    directly; no share, so nothing to compare with the target margin."""
-    add_survey(signed_in.application, {**SPEC, "status": "draft", "expected_respondents": 1000})
+    the survey's expected respondents (the widest spread), the respondents needed for the survey's
+    target margin taken as that share of its range (±4 points: ±1.20 on 0 to 30), and its design
+    effect against asking it directly."""
+    add_survey(signed_in.application, {**SPEC, "status": "draft", "expected_respondents": 1000, "target_margin": 0.04})
     with signed_in.application.app_context():
         from survey.domain.surveys.budget import survey_budget
 
         cost = next(c for c in survey_budget(db.session, _survey()).costs if c.question.key == "drinks")
-    planned = number_margin(1000, 0, 30, mechanism=HybridNumber(1.0, 0, 30))
+    mechanism = HybridNumber(1.0, 0, 30)
+    planned = number_margin(1000, 0, 30, mechanism=mechanism)
     direct = number_margin(1000, 0, 30)
-    assert (cost.epsilon, cost.margin_of_error, cost.respondents_needed) == (1.0, None, None)
+    needed = cost.respondents_needed
+    assert (cost.epsilon, cost.margin_of_error) == (1.0, None)
+    assert cost.target_in_units == pytest.approx(1.2)
+    # the fewest answers whose planned half-width is within ±1.20
+    at = lambda n: number_margin(n, 0, 30, mechanism=mechanism)  # noqa: E731
+    assert at(needed) <= 1.2 < at(needed - 1)
     assert cost.margin_in_units == pytest.approx(planned) and not cost.pending
     assert cost.design_effect == pytest.approx((planned / direct) ** 2)
     page = signed_in.get("/surveys/drinks/build").get_data(as_text=True)
     assert f"±{planned:.2f}" in page and 'data-planning-url="/api/surveys/drinks/questions/drinks/planning"' not in page
+    assert f'{needed:,} <span class="muted">(for ±1.20, 4% of its range)</span>' in page

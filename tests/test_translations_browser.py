@@ -4,6 +4,9 @@
   sentences are Arabic, the layout mirrors without a horizontal scroll (with every "See how" panel
   open too), and axe-core finds no serious or critical violation; so for the privacy and thank-you
   pages.
+- The same in Spanish, the other shipped language (left to right): the survey page with every panel
+  open, the privacy page and the thank-you page after a whole submission fit a phone and are clean
+  for axe.
 - The sentences respond.js shows come translated (a required question left unanswered).
 - The language switch: before any answer it takes the respondent to the same page in Spanish; once
   an answer is given it changes the page's language in place (switch.js), from Spanish to Arabic and
@@ -53,12 +56,16 @@ def no_horizontal_scroll(page) -> bool:
     return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
 
 
-def check_arabic_page(page) -> None:
-    expect(page.locator("html")).to_have_attribute("lang", "ar")
-    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+def check_page_in(page, language: str, direction: str) -> None:
+    expect(page.locator("html")).to_have_attribute("lang", language)
+    expect(page.locator("html")).to_have_attribute("dir", direction)
     assert no_horizontal_scroll(page)
     violations = axe_violations(page)
     assert not violations, json.dumps(violations, indent=1)[:3000]
+
+
+def check_arabic_page(page) -> None:
+    check_page_in(page, "ar", "rtl")
 
 
 def test_the_demo_survey_in_arabic_mirrors_fits_a_phone_and_is_clean_for_axe(live_server, context):
@@ -91,6 +98,36 @@ def test_the_demo_survey_in_arabic_mirrors_fits_a_phone_and_is_clean_for_axe(liv
     for part in page.locator("details.privacy-part > summary").all():
         part.click()
     check_arabic_page(page)
+
+
+def test_the_demo_survey_in_spanish_fits_a_phone_and_is_clean_for_axe_from_first_page_to_thanks(live_server, browser):
+    _, base = live_server
+    context = browser.new_context(viewport=PHONE, locale="es", bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.goto(base + DEMO)
+        expect(page.locator("#submit-button")).to_have_text("Enviar mis respuestas")
+        for summary in page.locator("details.protection > summary").all():
+            summary.click()
+        check_page_in(page, "es", "ltr")
+
+        page.goto(base + DEMO + "/privacy")
+        expect(page.locator("#answer-heading")).to_have_text("¿Puede alguien averiguar sus respuestas?")
+        for part in page.locator("details.privacy-part > summary").all():
+            part.click()
+        check_page_in(page, "es", "ltr")
+
+        page.goto(base + DEMO)
+        for chosen in ("cannabis-1", "sedatives-3", "age_group-2", "cheating-0", "drink_driving-0", "harassment-0"):
+            page.click(f"label[for='{chosen}']")
+        page.fill("#weekly_drinks-number", "3")
+        page.fill("#drinks_last_week-number", "4.5")
+        with page.expect_navigation():
+            page.click("#submit-button")
+        assert urlsplit(page.url).path == DEMO + "/thanks"
+        check_page_in(page, "es", "ltr")
+    finally:
+        context.close()
 
 
 def test_the_switch_changes_the_language_before_answering_and_never_loses_answers(live_server, context):

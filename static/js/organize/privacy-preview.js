@@ -177,6 +177,8 @@
     if (result === "numbers") {
       setText("number-margin", data.margin_text);
       setText("direct-margin", data.direct_margin_text);
+      setText("number-needed", data.respondents_needed_text);
+      setText("direct-needed", data.direct_respondents_needed_text);
     } else {
       setText("margin", data.margin_text);
       setText("needed", data.respondents_needed_text);

@@ -42,7 +42,7 @@ from survey.domain.validation import within_cap
 from survey.privacy import Mechanism, design_effect, margin_of_error, sample_size, total_epsilon
 from survey.privacy.designs import DESIGNS
 from survey.privacy.noncompliance import noncompliance_sample_size
-from survey.privacy.number_planning import number_margin
+from survey.privacy.number_planning import number_margin, number_sample_size
 from survey.privacy.planning import per_respondent_variance, summed_terms
 
 #: How many designs' planning figures a process keeps (each a few dozen bytes).
@@ -119,8 +119,11 @@ class QuestionCost:
     design_effect: float | None
     #: A randomized number's planned half-width of its mean's interval, in the question's units
     #: (:func:`survey.privacy.number_planning.number_margin` at the widest spread); its margin of
-    #: error in points and respondents needed for the target margin (a share) are None.
+    #: error in points is None, and its respondents needed are for the target margin as a share of
+    #: its range (:func:`number_needed`).
     margin_in_units: float | None = None
+    #: ... and that target in its units (:func:`margin_in_units`).
+    target_in_units: float | None = None
 
     @property
     def one_sided(self) -> bool:
@@ -203,7 +206,7 @@ def survey_budget(
         if not question.is_randomized:
             continue
         if not question.is_randomized_option:  # a randomized number: its ε and its mean's planned margin
-            costs.append(number_cost(question, n))
+            costs.append(number_cost(question, n, margin))
             continue
         k = counts.get(question.id, 2)
         key = (*_design_key(question, k), n, margin)
@@ -304,19 +307,23 @@ def ballot_plans(questions: list[Question], counts: dict[int, int], margin: floa
     return plans
 
 
-def number_cost(question: Question, n: int) -> QuestionCost:
+def number_cost(question: Question, n: int, margin: float) -> QuestionCost:
     """A randomized number's row of the planning table: its ε, the planned half-width of its mean's
-    interval with ``n`` answers at the widest spread of the true numbers (in the question's units), and
-    the design effect against asking it directly (the squared ratio of the two planned half-widths)."""
+    interval with ``n`` answers at the widest spread of the true numbers (in the question's units),
+    the answers needed for the survey's target margin taken as that share of its range
+    (:func:`number_needed`), and the design effect against asking it directly (the squared ratio of
+    the two planned half-widths)."""
     mechanism = question.mechanism()
     randomized, direct = number_margins(mechanism.design, mechanism.epsilon, mechanism.low, mechanism.high, n)
+    needed, _ = number_needed(mechanism.design, mechanism.epsilon, mechanism.low, mechanism.high, margin)
     return QuestionCost(
         question,
         float(mechanism.epsilon),
         None,
-        None,
+        needed,
         (randomized / direct) ** 2,
         margin_in_units=randomized,
+        target_in_units=margin_in_units(margin, mechanism.low, mechanism.high),
     )
 
 
@@ -327,6 +334,28 @@ def number_margins(design: str, epsilon: float, low: float, high: float, n: int)
     builder's live preview both read them."""
     mechanism = DESIGNS[design].mechanism({"epsilon": epsilon}, bounds=(low, high))
     return number_margin(n, low, high, PLANNING_LEVEL, mechanism), number_margin(n, low, high, PLANNING_LEVEL)
+
+
+def margin_in_units(margin: float, low: float, high: float) -> float:
+    """The survey's target margin for a number's mean: the same share of the number's range as a
+    share's margin is of a share's (±5 points of 0–100% is ±3.50 on a range of 0 to 70)."""
+    return margin * (high - low)
+
+
+@functools.lru_cache(maxsize=FIGURES_KEPT)
+def number_needed(design: str, epsilon: float, low: float, high: float, margin: float) -> tuple[int, int]:
+    """The answers a number needs, randomized and asked directly, for its mean's planned half-width
+    (:func:`survey.privacy.number_planning.number_sample_size`, at the widest spread) to be at most
+    :func:`margin_in_units` (about 40 ms for the hybrid; kept like :func:`number_margins`). A margin
+    of half the range or more is met by one answer: no interval is wider than the range."""
+    units = margin_in_units(margin, low, high)
+    if units >= (high - low) / 2:
+        return 1, 1
+    mechanism = DESIGNS[design].mechanism({"epsilon": epsilon}, bounds=(low, high))
+    return (
+        number_sample_size(units, low, high, PLANNING_LEVEL, mechanism),
+        number_sample_size(units, low, high, PLANNING_LEVEL),
+    )
 
 
 def stored_total_epsilon(survey: Survey, questions: list[Question] | None = None) -> float:

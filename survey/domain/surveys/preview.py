@@ -29,7 +29,7 @@ from typing import Any
 from survey.domain import validation
 from survey.domain.errors import DomainError, Path
 from survey.domain.messages import message
-from survey.domain.surveys.budget import number_margins, planning_figures
+from survey.domain.surveys.budget import margin_in_units, number_margins, number_needed, planning_figures
 from survey.domain.surveys.kinds import FIXED, LISTED, builder_designs, find_kind, kind_of
 from survey.domain.surveys.planning import (
     DEFAULT_RESPONDENTS,
@@ -277,8 +277,9 @@ def _number_preview(params: Mapping[str, Any], design: Design, kind: str) -> dic
     )
     n = _whole(params.get("n"), DEFAULT_RESPONDENTS, HERE, "n", low=1, high=MAX_RESPONDENTS, what="n")
     privacy = privacy_settings(design, set_by=EPSILON.name, level=params.get(EPSILON.name), others={}, k=2)
+    margin = _margin(params.get("margin"))
     mechanism = design_mechanism(kind, [], privacy, HERE, bounds=(low, high))
-    return describe_number(mechanism, n=n)
+    return describe_number(mechanism, n=n, margin=margin)
 
 
 def units_text(margin: float) -> str:
@@ -286,14 +287,18 @@ def units_text(margin: float) -> str:
     return f"±{margin:.2f}"
 
 
-def describe_number(mechanism: Any, *, n: int) -> dict[str, Any]:
+def describe_number(mechanism: Any, *, n: int, margin: float = DEFAULT_TARGET_MARGIN) -> dict[str, Any]:
     """The preview of a built number mechanism: its ε, what it means for a respondent, and the
     planned half-width of the mean's 95% interval with ``n`` answers at the widest spread of the
     true numbers (:func:`survey.privacy.number_planning.number_margin`, in the question's units),
-    beside asking the number directly, and the design effect (their squared ratio). The two
-    half-widths are kept per design, ε, range and ``n`` (:func:`~survey.domain.surveys.budget.number_margins`)."""
+    beside asking the number directly, the answers needed for the target ``margin`` as a share of
+    the range, and the design effect (the squared ratio of the half-widths). The figures are kept
+    per design, ε, range and ``n`` or margin (:func:`~survey.domain.surveys.budget.number_margins`,
+    :func:`~survey.domain.surveys.budget.number_needed`)."""
     eps = float(mechanism.epsilon)
     randomized, direct = number_margins(mechanism.design, eps, mechanism.low, mechanism.high, n)
+    needed, direct_needed = number_needed(mechanism.design, eps, mechanism.low, mechanism.high, margin)
+    units = margin_in_units(margin, mechanism.low, mechanism.high)
     effect = (randomized / direct) ** 2
     return {
         "ok": True,
@@ -317,7 +322,12 @@ def describe_number(mechanism: Any, *, n: int) -> dict[str, Any]:
         "design_effect": effect,
         "margin_text": units_text(randomized),
         "direct_margin_text": units_text(direct),
-        "respondents_needed_text": "",
+        "margin": margin,
+        "target_in_units": units,
+        "respondents_needed": needed,
+        "direct_respondents_needed": direct_needed,
+        "respondents_needed_text": needed_for_units_text(needed, units, margin),
+        "direct_respondents_needed_text": count_text(direct_needed),
         "design_effect_text": times_text(effect),
         "one_sided": False,
         "one_sided_allowed": False,
@@ -335,6 +345,12 @@ def points_text(margin: float) -> str:
 
 def count_text(n: int) -> str:
     return f"{n:,}"
+
+
+def needed_for_units_text(needed: int, units: float, margin: float) -> str:
+    """2,041 (for ±3.50, 5% of its range): a number's answers needed for the survey's target margin
+    taken as a share of its range (survey.domain.surveys.budget.margin_in_units)."""
+    return f"{needed:,} (for {units_text(units)}, {100 * margin:g}% of its range)"
 
 
 def times_text(x: float) -> str:
