@@ -374,16 +374,34 @@ def test_the_token_never_appears_in_the_logs(tmp_path):
     with log_lines("", logging.DEBUG) as lines, serve(app) as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         for value, status in [(token, 200), (revoked, 401), (token + "x", 401)]:
-            for path in ("/api/surveys/small-test/estimates", "/surveys/small-test/responses.csv", "/account"):
+            for path in (
+                "/api/surveys/small-test/estimates",
+                "/api/v1/surveys/small-test/estimates",
+                "/api/v1/surveys/small-test/responses.csv",
+                "/api/v1/surveys",
+                "/surveys/small-test/responses.csv",
+                "/account",
+            ):
                 conn.request("GET", path, headers=bearer(value))
                 response = conn.getresponse()
                 body = response.read().decode()
                 assert value not in body
                 if path.endswith("estimates"):
                     assert response.status == status, body
+            # the one writing route (imports): refused for this token's scope, logged, no token in it
+            conn.request(
+                "POST",
+                "/api/v1/surveys/small-test/imports",
+                body=b"[]",
+                headers={**bearer(value), "Content-Type": "application/json"},
+            )
+            response = conn.getresponse()
+            assert response.status in (401, 403) and value not in response.read().decode()
         conn.close()
     logged = "\n".join(lines)
-    assert "/api/surveys/small-test/estimates" in logged  # the requests were logged ...
+    # the requests were logged ...
+    assert "/api/surveys/small-test/estimates" in logged and "/api/v1/surveys/small-test/estimates" in logged
+    assert "/api/v1/surveys/small-test/imports" in logged
     for value in (token, revoked):
         assert value not in logged and value[len(PREFIX) :][:12] not in logged  # ... without the token
     # and gunicorn's access log, in production, writes no request header (``%({name}i)s``)

@@ -198,11 +198,17 @@ def test_who_is_asking_is_shown_where_a_survey_refuses_too(app, client, state):
     assert f'href="/s/{slug}/privacy#who-is-asking" id="ethics-link"' in html
 
 
-def test_the_demo_introduction_counts_its_own_questions():
+def test_the_demo_introduction_counts_its_own_questions_in_each_language():
     from survey.domain.surveys.demo import DEMO_SPEC, count_in_words
 
     count = len(DEMO_SPEC["questions"])
     assert DEMO_SPEC["introduction"].split()[0].lower() == count_in_words(count) != str(count)
+    for language in ("es", "ar"):
+        first = DEMO_SPEC["translations"][language]["introduction"].split()[0].lower()
+        assert first == count_in_words(count, language) != str(count), language
+    # the words themselves, against a count written out here
+    assert [count_in_words(8, lang) for lang in ("en", "es", "ar")] == ["eight", "ocho", "ثمانية"]
+    assert count_in_words(13) == "13" and count_in_words(2, "ar") == "2"
 
 
 @pytest.mark.parametrize(

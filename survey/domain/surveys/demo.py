@@ -104,25 +104,43 @@ DEMO_SPEC: dict[str, Any] = {
     ],
 }
 
-#: Words for the counts a demo introduction may need; a count past them reads as digits.
-_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+#: Words for the counts a demo introduction may need, in each of its languages, for a sentence that
+#: begins "<count> short questions": English and Spanish from two to twelve; Arabic from three to
+#: ten, where the number comes before a plural noun and takes the feminine form before the masculine
+#: أسئلة (eleven and up, and one and two, are built otherwise). A count past them reads as digits.
+_COUNT_WORDS = {
+    "en": {
+        2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten",
+        11: "eleven", 12: "twelve",
+    },
+    "es": {
+        2: "dos", 3: "tres", 4: "cuatro", 5: "cinco", 6: "seis", 7: "siete", 8: "ocho", 9: "nueve", 10: "diez",
+        11: "once", 12: "doce",
+    },
+    "ar": {3: "ثلاثة", 4: "أربعة", 5: "خمسة", 6: "ستة", 7: "سبعة", 8: "ثمانية", 9: "تسعة", 10: "عشرة"},
+}  # fmt: skip
 
 
-def count_in_words(count: int) -> str:
-    """``count`` as a word, for a sentence that begins with it."""
-    return _COUNT_WORDS[count] if count < len(_COUNT_WORDS) else str(count)
+def count_in_words(count: int, language: str = "en") -> str:
+    """``count`` as a word of ``language``, for a sentence that begins with it (digits past the table)."""
+    return _COUNT_WORDS[language].get(count, str(count))
+
+
+_QUESTIONS = len(DEMO_SPEC["questions"])
 
 
 DEMO_SPEC["introduction"] = (
-    f"{count_in_words(len(DEMO_SPEC['questions'])).capitalize()} short questions about things people often prefer "
-    "not to tell."
+    f"{count_in_words(_QUESTIONS).capitalize()} short questions about things people often prefer not to tell."
 )
 
 #: The demo in Spanish and Arabic (docs/translations.md): the organizer's translations of each text.
 DEMO_SPEC["translations"] = {
     "es": {
         "title": "Salud y hábitos",
-        "introduction": "Ocho preguntas breves sobre cosas que la gente a menudo prefiere no contar.",
+        "introduction": (
+            f"{count_in_words(_QUESTIONS, 'es').capitalize()} preguntas breves sobre cosas que la gente a menudo "
+            "prefiere no contar."
+        ),
         "closing_message": (
             "Gracias por participar. Los resultados se estiman a partir de las respuestas aleatorizadas de todos."
         ),
@@ -155,7 +173,7 @@ DEMO_SPEC["translations"] = {
     },
     "ar": {
         "title": "الصحة والعادات",
-        "introduction": "ثمانية أسئلة قصيرة عن أمور يفضّل الناس غالبًا ألّا يبوحوا بها.",
+        "introduction": f"{count_in_words(_QUESTIONS, 'ar')} أسئلة قصيرة عن أمور يفضّل الناس غالبًا ألّا يبوحوا بها.",
         "closing_message": "شكرًا لمشاركتك. تُقدَّر النتائج من الإجابات العشوائية للجميع معًا.",
         "run_by": "فريق Private Survey",
         "contact": "privacy@example.org",
