@@ -4,6 +4,8 @@ submissions included (survey.domain.responses.pending_pairs)."""
 
 from __future__ import annotations
 
+import logging
+import socket
 import threading
 from collections import Counter
 
@@ -113,6 +115,30 @@ def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, 
         assert tally_mismatches(db.session, survey) == []
     app.config["PAIR_FOLD_SECONDS"] = 0  # off: nothing started
     assert folding.fold_soon(app) is False
+
+
+def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_traceback(caplog, monkeypatch):
+    """A fold started while the database is down (here: nothing listening at its address) is an
+    outage like a request's, logged once by the process, not a background job's traceback per fold;
+    gunicorn's crash test (tests/test_faults.py) met this when a fold was under way at the crash."""
+    from survey import create_app
+    from survey.platform.connections import outage
+
+    with socket.socket() as probe:  # a port nothing listens at
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(
+        {"SQLALCHEMY_DATABASE_URI": f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone", "SECRET_KEY": "x"}
+    )
+    monkeypatch.setattr(outage, "since", None)
+    monkeypatch.setattr(outage, "refused", 0)
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            assert background.run_later(app, folding._fold)
+        assert background.settle(30)
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    assert [r.getMessage()[:20] for r in caplog.records if r.levelno >= logging.ERROR] == ["database unavailable"]
+    assert outage.refused == 3 and outage.since is not None
 
 
 @pytest.mark.parametrize("app", ["postgresql"], indirect=True)

@@ -6,7 +6,9 @@ A submission lists itself for the fold instead of adding to the pair tallies
 be right, but the list must stay short for them to stay fast. Each web process starts a fold at most
 every ``PAIR_FOLD_SECONDS`` (1 s; 0 turns it off, as the tests do unless they test it), in its
 background thread (survey.platform.background), so that no respondent waits for it: under load a
-fold takes the hundreds of submissions of the last second in one transaction. A process that
+fold takes the hundreds of submissions of the last second in one transaction. A fold that finds
+the database down notes the outage like a request (survey.platform.connections) and tries again
+with the next submission after the interval. A process that
 stores no submission folds nothing, and nothing is left behind for long: the next submission
 anywhere folds every listed one, and a rebuild of the tallies (``flask recount --fix``) empties it.
 """
@@ -21,6 +23,7 @@ from flask import Flask
 from survey.domain.responses.pending_pairs import fold_all
 
 from . import background
+from .connections import UNAVAILABLE, is_unavailable, outage
 from .extensions import db
 
 _lock = threading.Lock()
@@ -45,4 +48,12 @@ def fold_soon(app: Flask) -> bool:
 
 
 def _fold() -> None:
-    fold_all(db.session)
+    """Fold what is listed; with the database down, note the outage (logged once, as the requests
+    note theirs) and leave the list for a later fold, instead of logging a traceback per fold. A
+    fold cut short by the outage changed nothing: its transaction is the database's to roll back."""
+    try:
+        fold_all(db.session)
+    except UNAVAILABLE as error:
+        if not is_unavailable(error):
+            raise
+        outage.failed(error)
