@@ -2,7 +2,8 @@
 under content-hashed names (survey/platform/assets.py, survey/platform/compression.py).
 
 What these prove: a first visit to the demo survey's page (the page and every file it names)
-transfers at most 15 KB, with brotli or with gzip alone; each file it names is sent under the hash
+transfers at most 15 KB with brotli (what browsers offer over HTTPS), and at most 16 KB with gzip
+alone (:data:`GZIP_ONLY_LIMIT` says why); each file it names is sent under the hash
 of its content with ``Cache-Control: public, max-age=31536000, immutable``, and decompresses to the
 file (minified); a name with no hash or an old hash is never cached for a year; a file that changes
 gets a new name; an organizer's pages are never compressed (BREACH); and in a real browser a repeat
