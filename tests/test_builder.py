@@ -961,6 +961,21 @@ def test_the_preview_of_a_randomized_number_gives_number_margins_figures(signed_
     assert top["ok"] is True
 
 
+def test_a_randomized_number_planned_past_a_billion_answers_still_gets_its_figures(signed_in):
+    """A small ε and the smallest target margin: the search stops at 2^30 answers and the 1/√n law
+    gives the rest (number_sample_size), rather than an error page."""
+    from survey.privacy.number_planning import number_margin
+
+    data = preview(
+        signed_in, design="hybrid", kind="rr_number", minimum="0", maximum="100", epsilon="0.05", margin="0.001"
+    )
+    assert data["ok"] is True and data["respondents_needed"] > 2**30
+    mechanism = DESIGNS["hybrid"].mechanism({"epsilon": 0.05}, bounds=(0, 100))
+    # the law holds that far out: the planned half-width at the figure is the target, to 1e-6
+    assert number_margin(data["respondents_needed"], 0, 100, mechanism=mechanism) == pytest.approx(0.1, rel=1e-6)
+    assert data["respondents_needed_text"].startswith(f"{data['respondents_needed']:,} (for ±0.10, 0.1% of its range")
+
+
 def test_the_question_page_of_a_randomized_number_shows_its_preview_without_javascript(signed_in, draft):
     from survey.domain.surveys.planning import DEFAULT_RESPONDENTS
     from survey.privacy.number_planning import number_margin, number_sample_size

@@ -73,7 +73,18 @@ def test_the_sample_size_is_the_fewest_answers_that_reach_the_margin() -> None:
     assert direct < n  # randomizing costs answers
     laplace = number_sample_size(5.0, 0, 100, mechanism=LaplaceNumber(2.0, 0, 100))
     assert number_margin(laplace, 0, 100, mechanism=LaplaceNumber(2.0, 0, 100)) <= 5.0
+    # half the range or more: one answer asked directly (its interval stays in the range); searched
+    # when randomized (the reports reach past the range, and so may an interval on few of them)
+    assert number_sample_size(60, 0, 100) == 1
+    for randomized in (mechanism, LaplaceNumber(2.0, 0, 100)):
+        wide = number_sample_size(50, 0, 100, mechanism=randomized)
+        assert wide > 1 and number_margin(wide, 0, 100, mechanism=randomized) <= 50
+    # past 2^30 answers, the 1/√n law from there: exact for Laplace, whose half-width is z·σ/√n
+    tiny = LaplaceNumber(0.05, 0, 100)
+    huge = number_sample_size(0.001, 0, 100, mechanism=tiny)
+    assert huge > 2**30
+    assert number_margin(huge, 0, 100, mechanism=tiny) <= 0.001 < number_margin(huge - 1, 0, 100, mechanism=tiny)
     with pytest.raises(ValueError, match="margin"):
-        number_sample_size(60, 0, 100)
+        number_sample_size(0, 0, 100)
     with pytest.raises(ValueError, match="no code probabilities"):
         code_probabilities(LaplaceNumber(1.0), 0.0)

@@ -141,6 +141,23 @@ def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_t
     assert outage.refused == 3 and outage.since is not None
 
 
+def test_a_fold_that_a_working_database_refuses_is_not_taken_for_an_outage(monkeypatch):
+    """A deadlock or a cancelled statement is the fold's own fault (its SQLSTATE says the database is
+    up): it is raised, for the background thread to log with its traceback."""
+    import psycopg
+    from sqlalchemy import exc
+
+    from survey.platform.connections import outage
+
+    monkeypatch.setattr(outage, "since", None)
+    for error in (psycopg.errors.DeadlockDetected("deadlock detected"), psycopg.errors.QueryCanceled("canceled")):
+        wrapped = exc.OperationalError("DELETE FROM pending_pairs ...", {}, error)
+        monkeypatch.setattr(folding, "fold_all", lambda session, wrapped=wrapped: (_ for _ in ()).throw(wrapped))
+        with pytest.raises(exc.OperationalError):
+            folding._fold()
+    assert outage.since is None
+
+
 @pytest.mark.parametrize("app", ["postgresql"], indirect=True)
 def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at_every_moment(app, small_survey):
     """Four clients submit through a threaded server that starts a fold every 10 ms, two threads fold

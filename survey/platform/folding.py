@@ -54,6 +54,13 @@ def _fold() -> None:
     try:
         fold_all(db.session)
     except UNAVAILABLE as error:
-        if not is_unavailable(error):
-            raise
+        state = getattr(getattr(error, "orig", None) or error, "sqlstate", None) or ""
+        if not is_unavailable(error) or state.startswith(NOT_AN_OUTAGE):
+            raise  # logged with its traceback by the background thread: a fold's own failure
         outage.failed(error)
+
+
+#: SQLSTATEs of psycopg's OperationalErrors that a working database raises about this transaction (a
+#: deadlock or a serialization failure, class 40; a cancelled statement; a lock not available): for
+#: a fold, a fault to see with its traceback, not an outage.
+NOT_AN_OUTAGE = ("40", "57014", "55P03")

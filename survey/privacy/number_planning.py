@@ -30,6 +30,9 @@ from .numeric import GRID_STEPS, DuchiNumber, HybridNumber, LaplaceNumber, Numbe
 
 __all__ = ["code_probabilities", "number_margin", "number_sample_size"]
 
+#: Answers up to which :func:`number_sample_size` searches; past them it extrapolates.
+SEARCHED = 2**30
+
 #: Sub-steps per grid step for the integral of the position's CDF (the midpoint rule: exact on the
 #: CDF's linear pieces and across Duchi's jumps, which fall on whole positions).
 _SUBSTEPS = 64
@@ -103,9 +106,15 @@ def number_margin(
 def number_sample_size(
     margin: float, low: float, high: float, level: float = 0.95, mechanism: NumberMechanism | None = None
 ) -> int:
-    """The fewest answers whose planned half-width (:func:`number_margin`) is at most ``margin``."""
-    if not 0 < margin < (high - low) / 2:
-        raise ValueError(f"the target margin must be between 0 and half the range, got {margin!r}")
+    """The fewest answers whose planned half-width (:func:`number_margin`) is at most ``margin``.
+
+    Asked directly, a margin of half the range or more takes one answer (the interval never leaves
+    the range); randomized, the reports reach past the range and so may an interval on a few of
+    them, so every margin is searched. Past
+    :data:`SEARCHED` answers the half-width is taken as proportional to 1/√n from there (the
+    large-sample law, as the shares' planner does past 2^53), rounded up, instead of searched."""
+    if not margin > 0:
+        raise ValueError(f"the target margin must be greater than 0, got {margin!r}")
     planned = _planned(low, high, level, mechanism)
 
     def wide(n: int) -> bool:
@@ -116,8 +125,8 @@ def number_sample_size(
     small, large = 1, 2
     while wide(large):
         small, large = large, large * 2
-        if large > 10**9:
-            raise ValueError(f"a margin of {margin:g} needs more than a billion answers")
+        if large > SEARCHED:
+            return math.ceil(SEARCHED * (planned(SEARCHED) / margin) ** 2)
     while large - small > 1:
         middle = (small + large) // 2
         if wide(middle):

@@ -346,11 +346,9 @@ def margin_in_units(margin: float, low: float, high: float) -> float:
 def number_needed(design: str, epsilon: float, low: float, high: float, margin: float) -> tuple[int, int]:
     """The answers a number needs, randomized and asked directly, for its mean's planned half-width
     (:func:`survey.privacy.number_planning.number_sample_size`, at the widest spread) to be at most
-    :func:`margin_in_units` (about 40 ms for the hybrid; kept like :func:`number_margins`). A margin
-    of half the range or more is met by one answer: no interval is wider than the range."""
+    :func:`margin_in_units` (about 40 ms for the hybrid; kept like :func:`number_margins`); past a
+    billion answers, the large-sample law (a figure only: no survey reaches it)."""
     units = margin_in_units(margin, low, high)
-    if units >= (high - low) / 2:
-        return 1, 1
     mechanism = DESIGNS[design].mechanism({"epsilon": epsilon}, bounds=(low, high))
     return (
         number_sample_size(units, low, high, PLANNING_LEVEL, mechanism),
