@@ -16,12 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def create_app(test_config: dict[str, Any] | None = None):
     """Build the Flask application: configuration, platform, domain settings, web."""
+    from flask import Flask
+
     from . import platform, web
     from .domain.accounts import passwords
     from .platform import config
-    from .platform.application import SurveyFlask
 
-    app = SurveyFlask(
+    app = Flask(
         __name__,
         instance_path=str(ROOT / "instance"),
         instance_relative_config=True,
