@@ -139,6 +139,7 @@ def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
             "SECRET_KEY": "t",
             "RATELIMIT_ENABLED": True,
             "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
+            "PAIR_FOLD_SECONDS": 0,  # as make_config: the fold is tested where it is the point
             **redis_limits(),
             **config,
         }

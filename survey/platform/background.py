@@ -20,7 +20,6 @@ worker's shutdown need) would reach into its private queue.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -36,7 +35,9 @@ MAX_WAITING = 200
 Job = tuple[Flask, Callable[..., Any], tuple[Any, ...]]
 
 _jobs: queue.Queue[Job] = queue.Queue(maxsize=MAX_WAITING)
-_started_in: int | None = None
+#: The thread running the jobs, once one was started; a new one is started when it is not alive: in
+#: a forked child (gunicorn's workers: threads do not survive a fork), or if it never got going.
+_worker: threading.Thread | None = None
 _lock = threading.Lock()
 
 
@@ -53,11 +54,11 @@ def _work() -> None:
 
 
 def _ensure_worker() -> None:
-    global _started_in
+    global _worker
     with _lock:
-        if _started_in != os.getpid():
-            threading.Thread(target=_work, name="survey-background", daemon=True).start()
-            _started_in = os.getpid()
+        if _worker is None or not _worker.is_alive():
+            _worker = threading.Thread(target=_work, name="survey-background", daemon=True)
+            _worker.start()
 
 
 def run_later(app: Flask, job: Callable[..., Any], *args: Any) -> bool:
