@@ -347,10 +347,15 @@ def count_text(n: int) -> str:
     return f"{n:,}"
 
 
+def target_units_text(units: float, margin: float) -> str:
+    """(for ±3.50, 5% of its range): the survey's target margin as a number's, a share of its range
+    (survey.domain.surveys.budget.margin_in_units); the build page's plan shows it too."""
+    return f"(for {units_text(units)}, {100 * margin:g}% of its range)"
+
+
 def needed_for_units_text(needed: int, units: float, margin: float) -> str:
-    """2,041 (for ±3.50, 5% of its range): a number's answers needed for the survey's target margin
-    taken as a share of its range (survey.domain.surveys.budget.margin_in_units)."""
-    return f"{needed:,} (for {units_text(units)}, {100 * margin:g}% of its range)"
+    """2,041 (for ±3.50, 5% of its range): a number's answers needed for that target."""
+    return f"{count_text(needed)} {target_units_text(units, margin)}"
 
 
 def times_text(x: float) -> str:

@@ -25,7 +25,7 @@ from survey.domain.surveys.budget import question_planning, survey_budget
 from survey.domain.surveys.kinds import LISTED, REGISTRY, builder_blocks, builder_designs, builder_kinds
 from survey.domain.surveys.kinds import NAMES as KIND_NAMES
 from survey.domain.surveys.outline import first_labels, option_counts, question_list
-from survey.domain.surveys.preview import count_text, error_json, points_text, preview, times_text
+from survey.domain.surveys.preview import count_text, error_json, points_text, preview, target_units_text, times_text
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.domain.surveys.wording import epsilon_text
 from survey.platform.extensions import db
@@ -47,7 +47,9 @@ from .builder_forms import (
 #: How many options of each question the build page names (each question's page shows them all).
 OPTIONS_SHOWN = 12
 #: How the builder's templates write numbers (passed to them, not registered as app-wide filters).
-FORMATS = SimpleNamespace(eps=epsilon_text, points=points_text, count=count_text, times=times_text)
+FORMATS = SimpleNamespace(
+    eps=epsilon_text, points=points_text, count=count_text, times=times_text, target_units=target_units_text
+)
 
 
 def _editable(slug: str) -> Survey:
