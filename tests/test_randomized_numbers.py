@@ -257,6 +257,35 @@ def test_results_estimate_the_mean_from_the_tallies_with_the_mechanisms_interval
     assert float(row["unbiased"]) == pytest.approx(expected.estimate, abs=1e-9)
 
 
+def _live_note(page: str, key: str) -> str:
+    found = re.search(rf'<p class="live-note" id="live-{key}">(.*?)</p>', page, re.S)
+    assert found, "no live note for " + key
+    return html.unescape(found.group(1))
+
+
+def test_the_results_page_shows_the_randomized_numbers_live_interval_against_the_target(signed_in, drinks):
+    """The live interval the live API gives is on the page beside the fixed one, with its widest half
+    and the survey's target margin in the number's units (the same share of the range), reached or not."""
+    codes = _simulated_codes(HybridNumber(1.0, 0, 30), [0] * 30 + [2] * 40 + [10] * 20 + [30] * 10)
+    for code in codes:
+        assert _post(signed_in, {"smoked": 0, "drinks": code}).status_code == 201
+    live = next(m for m in signed_in.get("/api/surveys/drinks/live").get_json()["numbers"] if m["key"] == "drinks")
+    assert live["interval_method"] == "betting" and live["n"] == len(codes)
+    half = max(live["mean"] - live["live_low"], live["live_high"] - live["mean"])
+    for margin in (0.05, 0.5):  # ±1.50 on 0–30: far from reached at 100 answers; ±15: reached
+        with signed_in.application.app_context():
+            db.session.scalar(select(Survey).where(Survey.slug == "drinks")).target_margin = margin
+            db.session.commit()
+        page = signed_in.get("/surveys/drinks/results").get_data(as_text=True)
+        assert f'<td class="interval live">{live["live_low"]:.2f} to {live["live_high"]:.2f}</td>' in page
+        note = _live_note(page, "drinks")
+        target = margin * 30
+        assert f"widest half here is ±{half:.2f}" in note and f"is ±{target:.2f}:" in note
+        assert note.endswith("not on numbers.)")
+        assert ("not yet reached" in note) == (half > target) and ("reached" in note)
+    assert 1.5 < half < 15  # (seeded: the two margins above fall on either side of it)
+
+
 def test_laplace_gives_the_normal_interval(signed_in, user):
     question = {**DRINKS, "privacy": {"design": "laplace", "epsilon": 2}}
     add_survey(signed_in.application, {**SPEC, "questions": [question]})
@@ -271,6 +300,9 @@ def test_laplace_gives_the_normal_interval(signed_in, user):
     assert item["summary"]["interval_method"] == "normal" and item["summary"]["mean"] == pytest.approx(
         expected.estimate
     )
+    page = signed_in.get("/surveys/drinks/results").get_data(as_text=True)
+    assert "No live interval: Laplace noise has no bound" in _live_note(page, "drinks")
+    assert "interval live" not in page
 
 
 def test_every_page_and_download_of_a_survey_with_a_randomized_number_works(signed_in, drinks):

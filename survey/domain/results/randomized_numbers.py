@@ -22,6 +22,7 @@ from typing import Any
 from survey.domain.models import Question
 from survey.domain.results.kept import kept_bins
 from survey.domain.results.numbers import LIVE_TUNED_FOR
+from survey.domain.surveys.budget import margin_in_units
 from survey.domain.surveys.wording import epsilon_text
 from survey.privacy.bounded import MeanInterval
 from survey.privacy.designs import design_name
@@ -84,6 +85,23 @@ class RandomizedNumberSummary:
     @property
     def design_name(self) -> str:
         return design_name(self.mechanism.design)
+
+    @property
+    def live_tuned_for(self) -> int:
+        """The number of answers the live interval's bets are tuned for (a direct number's too)."""
+        return LIVE_TUNED_FOR
+
+    @property
+    def live_half_width(self) -> float | None:
+        """The larger side of the live interval around the estimated mean, in the question's units:
+        what the survey's target margin is held against (None without a live interval)."""
+        if self.live is None:
+            return None
+        return max(self.live.estimate - self.live.low, self.live.high - self.live.estimate)
+
+    def target_in_units(self, margin: float) -> float:
+        """The survey's target ``margin`` (a share's) for this number's mean, in its units."""
+        return margin_in_units(margin, self.question.minimum, self.question.maximum)
 
     def live_dict(self) -> dict[str, Any]:
         """The mean's live interval, as the live API gives it beside the other questions'."""
