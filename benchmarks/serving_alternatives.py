@@ -1,0 +1,225 @@
+"""Servers other than the one we run, on the ingest benchmark's load: does the HTTP layer decide how
+close a web submission comes to the plain-SQL ceiling?
+
+benchmarks/scale_ingest.py measures our serving (gunicorn's threaded workers, its Python HTTP parser)
+at 57–59% of the plain-SQL ceiling with 4 workers on 2 cores, against a target of 60%. This one
+measures, on the same machinery (the survey of ten randomized questions, its wrk script, its plain
+processes), in interleaved rounds so that a slow minute of this shared machine hits every arm alike:
+
+* *gunicorn*: ``survey.platform.gunicorn_conf`` as production runs it (the pure-Python parser);
+* *gunicorn, C parser*: the same with gunicorn's optional C parser (``gunicorn_h1c``, picohttpparser;
+  run only when it is installed: ``pip install gunicorn_h1c``, which needs a C compiler here);
+* *granian*: granian's WSGI server (HTTP in Rust, the app in a pool of 4 blocking threads per worker;
+  run only when installed: ``pip install granian``), the same app object and settings.
+
+Reported per round: submissions per second, web ÷ plain, and the CPU the serving processes spent per
+acknowledged submission (the whole process tree, from /proc). Every acknowledged submission is
+checked stored. Run ``python benchmarks/serving_alternatives.py --markdown
+benchmarks/serving_alternatives.md`` (needs ``wrk``: ``make wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.scale import (  # noqa: E402 - after the path above
+    Database,
+    ceiling_run,
+    free_port,
+    stored_submissions,
+    wait_healthy,
+    wrk_script,
+)
+from benchmarks.scale_ingest import TICKS, errors_of, load, set_auto_close  # noqa: E402
+
+BIN = Path(sys.executable).parent
+#: The arms: a name, the command line (``{port}``, ``{workers}``), and the module it needs installed.
+ARMS: dict[str, tuple[list[str], str | None]] = {
+    "gunicorn": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+    ),
+    "gunicorn, C parser": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "fast"],
+        "gunicorn_h1c",
+    ),
+    "granian": (
+        [
+            *(str(BIN / "granian"), "--interface", "wsgi", "--workers", "{workers}", "--blocking-threads", "4"),
+            *("--host", "127.0.0.1", "--port", "{port}", "--access-log"),
+        ],
+        "granian",
+    ),
+}
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by the live descendants of process ``pid``."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS
+    total, stack = 0.0, list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        total += cpu.get(child, 0.0)
+        stack += children.get(child, [])
+    return total
+
+
+def web_run(database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path) -> dict:
+    command, _ = ARMS[arm]
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database.url,
+        "SECRET_KEY": secrets.token_hex(32),
+        "BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": str(workers),
+        # as benchmarks/scale_ingest.py: every request comes from 127.0.0.1, the limiter runs with room
+        "SUBMISSION_RATE_LIMIT": "100000000 per minute",
+        "RATELIMIT_STORAGE_URL": "memory://",
+    }
+    env.pop("SURVEY_ENV", None)
+    before = stored_submissions(database)
+    args = [part.format(port=port, workers=workers) for part in command] + ["survey.platform.wsgi:app"]
+    with log.open("a") as out:
+        server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(port, server)
+        cpu = tree_cpu(server.pid)
+        result, elapsed = load(port, 8, seconds, script)
+        cpu = tree_cpu(server.pid) - cpu
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    created = result["created"]
+    return {
+        "rate": created / elapsed,
+        "cpu_ms": 1000 * cpu / max(1, created),
+        "errors": errors_of(result),
+        "lost": max(0, created - (stored_submissions(database) - before)),
+    }
+
+
+def run(postgresql: str, workdir: Path, workers: int, seconds: float, rounds: int) -> dict:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make wrk` installs it")
+    arms = [arm for arm, (_, needs) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
+    database = Database("postgresql", postgresql, workdir)
+    script = workdir / "post.lua"
+    wrk_script(database, script, np.random.default_rng(7))
+    log = workdir / "servers.log"
+    rows: list[dict] = []
+    try:
+        set_auto_close(database, False)
+        ceiling_run(database, workers, 5, "naive")  # not counted: no measured run meets a cold database
+        for arm in arms:
+            web_run(database, arm, workers, 5, script, log)
+        for number in range(rounds):
+            plain = ceiling_run(database, workers, seconds, "naive")["rate"]
+            row: dict = {"round": number + 1, "plain": plain}
+            for arm in arms if number % 2 == 0 else arms[::-1]:  # each arm first in every other round
+                row[arm] = web_run(database, arm, workers, seconds, script, log)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        return {"arms": arms, "rows": rows, "workers": workers, "seconds": seconds}
+    finally:
+        database.drop()
+
+
+def report(result: dict, header: str) -> str:
+    arms, rows = result["arms"], result["rows"]
+    lines = ["# Servers other than ours, on the ingest benchmark's load", "", header, ""]
+    lines += [
+        "| round | plain SQL /s | " + " | ".join(f"{a} /s | {a} ÷ plain | {a} CPU/sub" for a in arms) + " |",
+        "|---|---|" + "---|---|---|" * len(arms),
+    ]
+    for row in rows:
+        cells = [
+            f"{row[a]['rate']:.0f} | {row[a]['rate'] / row['plain']:.0%} | {row[a]['cpu_ms']:.2f} ms" for a in arms
+        ]
+        lines.append(f"| {row['round']} | {row['plain']:.0f} | " + " | ".join(cells) + " |")
+    medians = [
+        f"{statistics.median(r[a]['rate'] for r in rows):.0f}"
+        f" | {statistics.median(r[a]['rate'] / r['plain'] for r in rows):.0%}"
+        f" | {statistics.median(r[a]['cpu_ms'] for r in rows):.2f} ms"
+        for a in arms
+    ]
+    lines.append(f"| median | {statistics.median(r['plain'] for r in rows):.0f} | " + " | ".join(medians) + " |")
+    errors = sum(r[a]["errors"] for r in rows for a in arms)
+    lost = sum(r[a]["lost"] for r in rows for a in arms)
+    lines += ["", f"Errors: {errors}. Acknowledged but not stored: {lost}.", ""]
+    base = "gunicorn"
+    for arm in arms:
+        if arm == base:
+            continue
+        faster = sum(r[arm]["rate"] / r["plain"] > r[base]["rate"] / r["plain"] for r in rows)
+        cheaper = sum(r[arm]["cpu_ms"] < r[base]["cpu_ms"] for r in rows)
+        lines.append(
+            f"*{arm}* against *{base}*: nearer the ceiling in {faster} of {len(rows)} rounds,"
+            f" less CPU a submission in {cheaper} of {len(rows)}."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgresql", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    args = parser.parse_args()
+    started = time.time()
+    with tempfile.TemporaryDirectory() as workdir:
+        result = run(args.postgresql, Path(workdir), args.workers, args.seconds, args.rounds)
+    versions = []
+    for module in ("gunicorn", "gunicorn_h1c", "granian"):
+        try:
+            from importlib.metadata import version
+
+            versions.append(f"{module} {version(module)}")
+        except Exception:  # not installed: not run
+            versions.append(f"{module} not installed")
+    header = (
+        f"`python benchmarks/serving_alternatives.py --workers {args.workers} --seconds {args.seconds:g}"
+        f" --rounds {args.rounds}` on {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine"
+        f" (Python {platform.python_version()}; {', '.join(versions)}; {(time.time() - started) / 60:.1f} min)."
+        f" {result['workers']} worker processes each, 8 wrk connections, {args.seconds:g} s a run, interleaved"
+        " rounds; *plain SQL*: as many psycopg processes as workers, one INSERT per row (scale_ingest.py's"
+        " ceiling). *CPU/sub*: CPU seconds of the server's processes per acknowledged submission."
+    )
+    text = report(result, header)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
