@@ -26,7 +26,8 @@ from sqlalchemy import event, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from survey import create_app
-from survey.domain.models import AccountLink, Membership, Survey, User
+from survey.domain.accounts.quota import SLICES, SendLimit, TooMany, spend
+from survey.domain.models import AccountLink, Membership, SendQuota, Survey, User
 from survey.platform.extensions import db
 from survey.platform.limits import limiter
 
@@ -425,9 +426,7 @@ def test_an_account_sends_only_so_many_invitations_an_hour_whichever_worker_serv
     page = refused.post("/surveys/small-test/members", data={"username": "late@example.org", "role": "researcher"})
     assert page.status_code == 429 and "3 per hour" in text(page) and "nothing was sent or saved" in text(page)
     with apps[0].app_context():
-        from survey.domain.models import SendQuota
-
-        db.session.execute(update(SendQuota).values(window_number=SendQuota.window_number - 1))
+        db.session.execute(update(SendQuota).values(window_number=SendQuota.window_number - SLICES - 1))
         db.session.commit()
     assert (
         refused.post(
@@ -435,6 +434,49 @@ def test_an_account_sends_only_so_many_invitations_an_hour_whichever_worker_serv
         ).status_code
         == 200
     )
+
+
+def _spend_at(app, moments: list[float], limit: SendLimit) -> list[bool]:
+    """Spend one unit of alice's quota at each moment (seconds since the epoch), each in a transaction
+    of its own; whether each was taken."""
+    taken = []
+    with app.app_context():
+        alice = db.session.scalar(select(User).where(User.username == "alice"))
+        for moment in moments:
+            try:
+                spend(db.session, alice, limit, now=moment)
+                db.session.commit()
+                taken.append(True)
+            except TooMany:
+                db.session.rollback()
+                taken.append(False)
+    return taken
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_span_of_an_hour_holds_more_than_the_send_quota_across_the_turn_of_the_hour(backend, tmp_path, request):
+    """Fixed hours let 3 units at 10:59:59 and 3 more at 11:00:00 through (6 within a second, against a
+    limit of 3 an hour). In slices of five minutes, a unit counts while its slice is one of the thirteen
+    that end with the current one: those taken at 10:59:59 (slice 10:55–11:00) until 12:00:00."""
+    app = create_app(make_config(backend, tmp_path, request))
+    make_user(app, "alice", PASSWORD)
+    limit = SendLimit(3, 3600)
+    eleven = 1_800_000_000 // 3600 * 3600 + 11 * 3600  # 11:00:00 of some day
+    assert _spend_at(app, [eleven - 1] * 4, limit) == [True, True, True, False]
+    assert _spend_at(app, [eleven, eleven + 1, eleven + 1800, eleven + 3598], limit) == [False] * 4
+    # a unit spent at 10:59:59 counts while its five-minute slice (10:55–11:00) is one of the thirteen
+    # that end with the current one: until 12:00:00, when 10:55 drops out
+    assert _spend_at(app, [eleven + 3599.999, eleven + 3600], limit) == [False, True]
+    # over four hours of attempts 97 s apart, no span of an hour holds more than 3 taken units
+    moments = [eleven + 3600 + i * 97.0 for i in range(150)]
+    taken = [m for m, ok in zip(moments, _spend_at(app, moments, limit), strict=True) if ok]
+    assert max(sum(1 for t in taken if start <= t < start + 3600) for start in taken) <= 3
+    # and it is not stingier than its promise: a unit counts for 65 minutes at most
+    assert len(taken) >= 3 * int((moments[-1] - moments[0]) // 3900)
+    with app.app_context():
+        rows = db.session.scalars(select(SendQuota.window_number)).all()
+        assert len(rows) <= SLICES + 1  # old slices are deleted as units are taken
+        db.engine.dispose()
 
 
 # -- the account page's password check ------------------------------------------------------------

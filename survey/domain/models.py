@@ -406,16 +406,17 @@ class SiteSettings(Base):
 
 
 class SendQuota(Base):
-    """How many invitations and e-mails one user made in one window of time (survey.domain.accounts.quota).
+    """How many invitations and e-mails one user made in one slice of time (survey.domain.accounts.quota).
 
     Counted in the database, the one store every worker process shares, so that several workers do
-    not each allow the limit; only the current window's row is kept per user.
+    not each allow the limit; only the rows of the slices still counted are kept per user.
     """
 
     __tablename__ = "send_quotas"
 
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
-    #: the window's number: seconds since the epoch divided by the window's length
+    #: the slice's number: seconds since the epoch divided by a twelfth of the window's length
+    #: (survey.domain.accounts.quota.slice_number)
     window_number: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     used: Mapped[int] = mapped_column(Integer)
 

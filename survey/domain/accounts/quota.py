@@ -7,22 +7,32 @@ shown or neither: the answer must not depend on whether the address has an accou
 account link an administrator makes.
 
 The count lives in the database, the one store that every worker process shares: counters in each
-process's memory would give every worker its own budget. It is spent by one conditional statement,
-``UPDATE send_quotas SET used = used + 1 WHERE ... AND used < limit``, which the database applies
-to one row at a time, so two requests racing (in any processes) cannot both take the last unit;
-the first unit of a window is an ``INSERT`` of the row, and of two racing inserts the loser (a
-duplicate key) tries the update again. A spent unit belongs to the request's transaction: a refused
-invitation gives it back. Windows are fixed (the hour from :00), like ``limits``' fixed windows:
-a burst across the turn of a window can reach twice the limit.
+process's memory would give every worker its own budget. A spent unit belongs to the request's
+transaction: a refused invitation gives it back.
+
+**A sliding window, not fixed hours.** Fixed windows (the hour from :00, as ``limits``' fixed windows
+count) let a burst at 10:59 and another at 11:00 make twice the limit within two minutes. So the
+window is cut into :data:`SLICES` slices (five minutes of an hour), each a row ``(user, slice
+number, used)``, and a unit is taken only while the units of the current slice and the
+:data:`SLICES` before it add up to less than the limit. Any span of the window's length lies within
+those slices when its last unit is taken, so no span of an hour (of ``seconds``) ever holds more
+than the limit; the price is that a unit keeps counting for between one and 13/12 windows (60 to 65
+minutes of an hour) instead of until the next :00.
+
+**Races.** The sum and the increment are two statements, so two requests of one user are made to
+take turns: each first locks the user's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite has one
+writer at a time from :func:`~survey.domain.base.begin_writing`), in any worker process, so two
+requests racing for the last unit cannot both take it. Rows older than the slices counted are
+deleted as units are taken.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -50,34 +60,44 @@ class TooMany(DomainError):
     default_status = 429
 
 
+#: Slices a window is cut into (:func:`spend`): a unit counts for one to 13/12 windows.
+SLICES = 12
+
+
+def slice_number(when: float, seconds: int) -> int:
+    """The slice of a ``seconds``-long window that the moment ``when`` (seconds since the epoch) is in."""
+    return math.floor(when * SLICES / seconds)
+
+
 def spend(session: Session, user: User, limit: SendLimit | None, now: float | None = None) -> None:
-    """Take one unit of ``user``'s budget for the current window, or raise :class:`TooMany` (429)
-    and take nothing. No limit (None) takes nothing."""
+    """Take one unit of ``user``'s budget, or raise :class:`TooMany` (429) and take nothing: taken
+    only while fewer than ``limit.amount`` were taken in the current slice and the :data:`SLICES`
+    before it (see the module's docstring). No limit (None) takes nothing."""
     if limit is None:
         return
     begin_writing(session)  # SQLite: one writer at a time from here, never a refused lock upgrade
-    window = int((time.time() if now is None else now) // limit.seconds)
     refused = TooMany("quota.exhausted", limit=limit.words())
     if limit.amount <= 0:
         raise refused
-    for _ in range(2):
-        taken = session.execute(
-            update(SendQuota)
-            .where(SendQuota.user_id == user.id, SendQuota.window_number == window, SendQuota.used < limit.amount)
-            .values(used=SendQuota.used + 1)
-            .execution_options(synchronize_session=False)
-        )
-        if taken.rowcount == 1:
-            return
-        try:
-            with session.begin_nested():
-                session.add(SendQuota(user_id=user.id, window_number=window, used=1))
-        except IntegrityError:
-            continue  # the row exists: full, or another request made it a moment ago (update again)
+    current = slice_number(time.time() if now is None else now, limit.seconds)
+    if session.get_bind().dialect.name == "postgresql":
+        # the user's requests take turns from here to the commit (module docstring, "Races")
+        session.execute(select(User.id).where(User.id == user.id).with_for_update())
+    counted = SendQuota.window_number >= current - SLICES
+    used = session.scalar(
+        select(func.coalesce(func.sum(SendQuota.used), 0)).where(SendQuota.user_id == user.id, counted)
+    )
+    if used >= limit.amount:
+        raise refused
+    taken = session.execute(
+        update(SendQuota)
+        .where(SendQuota.user_id == user.id, SendQuota.window_number == current)
+        .values(used=SendQuota.used + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if taken.rowcount == 0:
+        session.add(SendQuota(user_id=user.id, window_number=current, used=1))
         session.execute(
-            delete(SendQuota)
-            .where(SendQuota.user_id == user.id, SendQuota.window_number < window)
-            .execution_options(synchronize_session=False)
+            delete(SendQuota).where(SendQuota.user_id == user.id, ~counted).execution_options(synchronize_session=False)
         )
-        return
-    raise refused
+    session.flush()
