@@ -14,9 +14,11 @@ from sqlalchemy import func, select
 
 from survey.domain.models import Membership, ResponseImport, Submission, Survey, User
 from survey.domain.responses.imports import ImportRefused, import_responses
+from survey.domain.responses.pending_pairs import listed
 from survey.domain.responses.tallies import tally_mismatches
 from survey.domain.results.exports import estimates_document, microdata_csv
 from survey.domain.surveys.specs import create_survey_from_spec
+from survey.platform import background, folding
 from survey.platform.extensions import db
 
 from .accounts import assert_problem, make_token, make_user
@@ -256,12 +258,42 @@ def test_the_command_imports_checks_dry_runs_and_recounts_clean(app, small_surve
     result = runner.invoke(args=["import-responses", small_survey, str(bad)])
     assert result.exit_code != 0 and "row 1, column 'drugs'" in result.output
     assert _stored(app, small_survey) == (40, 1)
+    with app.app_context():
+        assert listed(db.session) == 0  # the command folded the pairs its rows were listed for
     result = runner.invoke(args=["recount", small_survey])
     assert result.exit_code == 0 and "tallies agree" in result.output
     with app.app_context():
         (upload,) = db.session.scalars(select(ResponseImport)).all()
         assert upload.user_id == db.session.scalar(select(User.id).where(User.username == "alice"))
         assert upload.rows == 40 and len(upload.sha256) == 64
+
+
+def test_an_upload_lists_its_rows_for_the_fold_and_the_site_starts_one_at_once(app, client, small_survey, monkeypatch):
+    """The pairs of an upload's rows are not added in its request (70,000 rows of a 200-question survey
+    took over a minute there): its rows are listed, every reader counts them meanwhile, and the upload
+    starts a fold in the background at once, whatever the interval since the last one."""
+    day = _today(app)
+    rows = _researcher_rows(day)
+    _import(app, small_survey, _csv(rows[:10]), "csv")
+    with app.app_context():
+        assert listed(db.session) == 10
+        _clean(app, small_survey)  # the readers count the listed rows: tallies and recount agree
+    monkeypatch.setattr(folding, "_next_at", float("inf"))  # as if a fold had just started: no interval frees one
+    app.config["PAIR_FOLD_SECONDS"] = 3600.0
+    started = []
+    monkeypatch.setattr(background, "run_later", lambda *a, real=background.run_later: started.append(a) or real(*a))
+    token = make_token(app, "alice", "imports")
+    response = client.post(
+        f"/api/v1/surveys/{small_survey}/imports",
+        data=_csv(rows[10:20]),
+        content_type="text/csv",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)
+    assert background.settle(30) and len(started) == 1
+    with app.app_context():
+        assert listed(db.session) == 0  # both uploads' rows folded
+    _clean(app, small_survey)
 
 
 # -- the API ---------------------------------------------------------------------------------------

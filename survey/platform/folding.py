@@ -47,6 +47,15 @@ def fold_soon(app: Flask) -> bool:
     return background.run_later(app, _fold)
 
 
+def fold_after_import(app: Flask) -> bool:
+    """Start a fold in the background now, whatever the interval: an import lists its rows for the
+    fold (thousands at once, and a closed survey gets no submission to start one later); whether one
+    was started (not when the fold is off, as in most tests)."""
+    if not app.config["PAIR_FOLD_SECONDS"]:
+        return False
+    return background.run_later(app, _fold)
+
+
 def _fold() -> None:
     """Fold what is listed; with the database down, note the outage (logged once, as the requests
     note theirs) and leave the list for a later fold, instead of logging a traceback per fold. A

@@ -24,11 +24,16 @@ the required questions and split ballots, not empty), and every problem of every
 nothing is written and the researcher sees them all at once.
 
 The rows are then written in one transaction: a row in ``imports`` (the upload), one submission per
-row marked with it (``submissions.import_id``) and dated ``submitted_on``, their answers, and every
-running tally, added by the very declaration the web submissions and ``flask recount`` use
+row marked with it (``submissions.import_id``) and dated ``submitted_on``, their answers, and the
+running tallies, added by the very declaration the web submissions and ``flask recount`` use
 (:data:`survey.domain.responses.writes.TALLIES` over :func:`~survey.domain.responses.writes.stored`),
 so the tallies stay equal to the stored answers and every analysis reads the imported rows as it
-reads the others.
+reads the others. As with a web submission, the pair tallies are left to the fold: the rows are
+listed for it (:mod:`survey.domain.responses.pending_pairs`), readers add the listed ones, and the
+caller starts it (in the background after an upload on the site, at once in ``flask
+import-responses``). Checking and writing cost about 0.2 ms a row, a cell value being checked
+once per column however often it repeats: the largest upload the site takes (16 MB, 70,000 rows
+of a 200-question survey) is stored within the 30 s a request may take (benchmarks/worst_case.md).
 
 Idempotent: the upload's key is the SHA-256 of its normalized rows (each row's day and stored
 values, the rows sorted), unique per survey. The same rows uploaded again, in CSV or JSON, in
@@ -44,17 +49,19 @@ Nothing about a respondent is stored beyond what a web submission stores.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import hashlib
 import io
+import itertools
 import json
 import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import SmallInteger, insert, literal, select
 from sqlalchemy.exc import IntegrityError
@@ -97,6 +104,7 @@ MAX_LISTED = 200
 #: The formats an upload comes in.
 FORMATS = ("csv", "json")
 
+_T = TypeVar("_T")
 _WHOLE = re.compile(r"\s*-?[0-9]{1,9}\s*")
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
@@ -211,10 +219,52 @@ def read_records(data: bytes | str, file_format: str) -> list[dict[str, Any]]:
 # -- checking the rows ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Column:
+    """A question's column, with what checking its cells needs worked out once: an upload repeats the
+    same few values down a column (70,000 rows of a 200-question survey read each question's labels
+    from the ORM 24,000 times a 2,000 rows, and the import ran past the 30 s a request may take:
+    benchmarks/worst_case.md)."""
+
     question: Question
     field: Field
+    #: each cell value met so far (when hashable) → its stored value, or the error it gets
+    seen: dict[Any, int | DomainError] = field(default_factory=dict)
+    _labels: list[str] | None = None
+    _folded: dict[str, int] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        if self._labels is None:
+            self._labels = list(self.question.labels)
+        return self._labels
+
+    @property
+    def folded(self) -> dict[str, int]:
+        """Each label as compared (stripped, casefolded) → its option's index (the first, if two fold alike)."""
+        if self._folded is None:
+            self._folded = {}
+            for index, label in enumerate(self.labels):
+                self._folded.setdefault(label.strip().casefold(), index)
+        return self._folded
+
+    def stored(self, raw: Any) -> int | DomainError:
+        """:func:`_stored_value` of ``raw``, or the error it raises (returned, not raised: one error
+        serves every cell of that value), worked out once per distinct value."""
+        try:
+            known = self.seen.get(raw)
+        except TypeError:  # a list or an object in a JSON upload: worked out each time
+            return _outcome(_stored_value, self, raw)
+        if known is None:
+            known = self.seen[raw] = _outcome(_stored_value, self, raw)
+        return known
+
+
+def _outcome(work: Callable[..., _T], *args: Any) -> _T | DomainError:
+    try:
+        return work(*args)
+    except DomainError as error:
+        return error
 
 
 @dataclass
@@ -238,15 +288,14 @@ def _stored_value(column: _Column, raw: Any) -> int:
     if kind.randomized_number:
         return checked.check(_report_code(question, raw))
     if kind.has_options and not isinstance(raw, bool):
-        labels = question.labels
         if isinstance(raw, int) or (isinstance(raw, str) and _WHOLE.fullmatch(raw)):
             code = int(raw)
             # in the researcher's coding; out of range, the value is checked as given (and refused)
-            return checked.check(stored_code(question, code) if 0 <= code < len(labels) else code)
+            return checked.check(stored_code(question, code) if 0 <= code < len(column.labels) else code)
         if isinstance(raw, str):
-            folded = [label.strip().casefold() for label in labels]
-            if raw.strip().casefold() in folded:
-                return folded.index(raw.strip().casefold())
+            index = column.folded.get(raw.strip().casefold())
+            if index is not None:
+                return index
     return checked.check(raw)
 
 
@@ -287,7 +336,7 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
     for f in fields:
         columns[names[f.key]] = columns[f.key] = _Column(by_id[f.id], f)
     result = CheckedRows()
-    header = list(dict.fromkeys(name for record in records for name in record))
+    header = list(dict.fromkeys(itertools.chain.from_iterable(records)))
     unknown = [c for c in header if c not in columns and c != DATE_COLUMN and c not in IGNORED_COLUMNS]
     for name in unknown:
         result.problems.append(_problem(0, name, DomainError("import.unknown_column", column=name)))
@@ -300,29 +349,47 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
         result.problems.append(_problem(0, key, DomainError("import.column_twice", column=key)))
     if result.problems:
         return result
+    required = [f for f in fields if f.required and f.arm_group is None]
+    with_arms = any(f.arm_group is not None for f in fields)
+    days: dict[Any, dt.date | DomainError] = {}
     for number, record in enumerate(records, start=1):
         values: dict[int, int] = {}
+        answered_ids: set[int] = set()
+        answered = False
         day: dt.date | None = None
+        raw_day = record.get(DATE_COLUMN)
         try:
-            day = _day(record.get(DATE_COLUMN))
-        except DomainError as error:
-            result.problems.append(_problem(number, DATE_COLUMN, error))
+            known = days.get(raw_day)
+        except TypeError:  # not a text (a JSON list or object): refused by _day
+            known = None
+        if known is None:
+            known = _outcome(_day, raw_day)
+            with contextlib.suppress(TypeError):
+                days[raw_day] = known
+        if isinstance(known, DomainError):
+            result.problems.append(_problem(number, DATE_COLUMN, known))
+        else:
+            day = known
         for name, raw in record.items():
-            column = columns.get(name)
-            if column is None or raw is None or (isinstance(raw, str) and not raw.strip()):
+            if raw is None or raw == "":  # most cells of a wide survey's export: tested first
                 continue
-            try:
-                values[column.field.id] = _stored_value(column, raw)
-            except DomainError as error:
-                result.problems.append(_problem(number, name, error))
-        answered = {name for name, raw in record.items() if raw is not None and str(raw).strip()}
-        for f in fields:
-            if f.required and f.arm_group is None and not ({f.key, names[f.key]} & answered):
+            column = columns.get(name)
+            if column is None or (isinstance(raw, str) and not raw.strip()):
+                continue
+            answered = True
+            answered_ids.add(column.field.id)
+            value = column.stored(raw)
+            if isinstance(value, DomainError):
+                result.problems.append(_problem(number, name, value))
+            else:
+                values[column.field.id] = value
+        for f in required:
+            if f.id not in answered_ids:
                 result.problems.append(_problem(number, names[f.key], DomainError("answer.required", key=f.key)))
-        answered_ids = {f.id for f in fields if {f.key, names[f.key]} & answered}
-        for error in arm_problems(fields, answered_ids):
-            result.problems.append(_problem(number, names[error.path[-1]], error))
-        if not answered & set(columns):
+        if with_arms:
+            for error in arm_problems(fields, answered_ids):
+                result.problems.append(_problem(number, names[error.path[-1]], error))
+        if not answered:
             result.problems.append(_problem(number, None, DomainError("submission.empty")))
         if day is not None:
             result.rows.append((day, values))
@@ -380,22 +447,66 @@ def import_responses(
     except IntegrityError:  # the same rows, uploaded at the same moment by another request
         earlier = _earlier(session, survey.id, digest)
         return ImportResult(len(checked.rows), digest, already=True, import_id=earlier)
-    ids = session.scalars(
-        insert(Submission).returning(Submission.id, sort_by_parameter_order=True),
-        [{"survey_id": survey.id, "submitted_on": day, "import_id": upload.id} for day, _ in checked.rows],
-    ).all()
-    answers = [
-        {"submission_id": submission_id, "question_id": q, "value": v}
-        for submission_id, (_, values) in zip(ids, checked.rows, strict=True)
-        for q, v in sorted(values.items())
-    ]
-    session.execute(insert(Answer), answers)
+    ids = _insert_submissions(session, survey, upload, checked.rows)
+    _insert_answers(
+        session,
+        (
+            (submission_id, q, v)
+            for submission_id, (_, values) in zip(ids, checked.rows, strict=True)
+            for q, v in sorted(values.items())
+        ),
+    )
     dialect = session.get_bind().dialect.name
     reported, submitted = writes.stored(question_kinds(survey), import_id=upload.id)
     shard = literal(random.randrange(TALLY_SHARDS), SmallInteger)
-    for tally in writes.TALLIES:
+    for tally in writes.AT_ONCE:
         session.execute(writes.upsert(dialect, tally, reported, submitted, shard))
+    if writes.DEFERRED:
+        # listed for the fold, as a web submission is, rather than paired here: the pairs of 70,000
+        # rows of a 200-question survey took over a minute of the request on SQLite
+        # (benchmarks/worst_case.md); every reader adds the listed ones meanwhile, and the caller
+        # starts the fold (:func:`survey.domain.responses.pending_pairs.fold_all`)
+        ids = select(Submission.id).where(Submission.import_id == upload.id)
+        session.execute(writes.list_pending(dialect, ids))
     return ImportResult(len(checked.rows), digest, import_id=upload.id)
+
+
+def _insert_submissions(
+    session: Session, survey: Survey, upload: ResponseImport, rows: Sequence[tuple[dt.date, Mapping[int, int]]]
+) -> list[int]:
+    """Insert one submission per row; their ids, in the rows' order.
+
+    PostgreSQL returns them from batched multi-row inserts. SQLite would take one statement per row
+    to return them in order (0.95 ms a row: 70,000 rows of an upload held the request for over a
+    minute, benchmarks/worst_case.md), so there the rows go in one ``executemany`` and their ids are
+    read back: SQLite gives each new row the next id, and nothing else writes meanwhile (the write
+    lock is held from :func:`~survey.domain.base.begin_writing`), so ordered by id they are the rows
+    in order."""
+    values = [{"survey_id": survey.id, "submitted_on": day, "import_id": upload.id} for day, _ in rows]
+    if session.get_bind().dialect.name != "sqlite":
+        return list(
+            session.scalars(insert(Submission).returning(Submission.id, sort_by_parameter_order=True), values).all()
+        )
+    session.connection().execute(insert(Submission.__table__), values)
+    ids = list(session.scalars(select(Submission.id).where(Submission.import_id == upload.id).order_by(Submission.id)))
+    if len(ids) != len(rows):  # pragma: no cover - the write lock makes this impossible
+        raise RuntimeError(f"{len(rows)} submissions inserted, {len(ids)} read back")
+    return ids
+
+
+def _insert_answers(session: Session, rows: Iterable[tuple[int, int, int]]) -> None:
+    """Insert ``(submission_id, question_id, value)`` rows in the session's transaction, through the
+    driver: ``COPY`` on PostgreSQL, ``executemany`` on SQLite. SQLAlchemy's executemany works over
+    each row's parameters in Python (9 of the 24 s that 70,000 rows of 13 answers took, profiled)."""
+    connection = session.connection()
+    driver = connection.connection.driver_connection
+    table = f"{Answer.__tablename__} (submission_id, question_id, value)"
+    if connection.dialect.name == "postgresql":
+        with driver.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    driver.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
 
 
 def _earlier(session: Session, survey_id: int, digest: str) -> int | None:

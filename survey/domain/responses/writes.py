@@ -618,7 +618,7 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
     writes = [answers.cte("new_answers")]
     writes += [upsert("postgresql", t, reported, submitted, shard, one=True).cte(f"counted_{t.name}") for t in AT_ONCE]
     if DEFERRED:
-        writes.append(_list_pending("postgresql", select(new_submission.c.id)).cte("listed"))
+        writes.append(list_pending("postgresql", select(new_submission.c.id)).cte("listed"))
     return select(accepting.c.check_at).select_from(new_submission.join(accepting, true())).add_cte(*writes)
 
 
@@ -771,11 +771,11 @@ def sqlite_submission_statements() -> tuple[Any, ...]:
         select(reported.c.submission_id, reported.c.question_id, reported.c.value),
     )
     shard = bindparam("shard", type_=SmallInteger)
-    listed = (_list_pending("sqlite", select(submission_id)),) if DEFERRED else ()
+    listed = (list_pending("sqlite", select(submission_id)),) if DEFERRED else ()
     return (insert, answers, *(upsert("sqlite", t, reported, submitted, shard) for t in AT_ONCE), *listed)
 
 
-def _list_pending(dialect: str, ids: Select) -> Any:
+def list_pending(dialect: str, ids: Select) -> Any:
     """List the submissions ``ids`` for the fold of the deferred tallies. On a conflict nothing: an
     id listed already is listed (SQLite may give a deleted submission's id to a new one)."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from flask import Response, jsonify, render_template, request, send_file, stream_with_context, url_for
+from flask import Response, current_app, jsonify, render_template, request, send_file, stream_with_context, url_for
 from flask_babel import force_locale
 from flask_login import current_user
 from markupsafe import Markup, escape
@@ -35,6 +35,7 @@ from survey.domain.results.exports import estimates_document, microdata_csv
 from survey.domain.results.labelled import labelled_file
 from survey.domain.surveys.content_translations import FIRST
 from survey.domain.surveys.specs import survey_to_spec
+from survey.platform import folding
 from survey.platform.extensions import csrf, db
 
 from .. import submitting
@@ -280,5 +281,7 @@ def imports(slug: str):
     except Exception:
         db.session.rollback()
         raise
+    if not (result.already or result.dry_run):
+        folding.fold_after_import(current_app._get_current_object())  # type: ignore[attr-defined]
     status = 201 if not (result.already or result.dry_run) else 200
     return jsonify(result.to_dict()), status

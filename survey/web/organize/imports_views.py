@@ -4,11 +4,12 @@ upload as ``flask import-responses`` and ``POST /api/v1/surveys/<slug>/imports``
 
 from __future__ import annotations
 
-from flask import request
+from flask import current_app, request
 from flask_login import login_required
 
 from survey.domain.errors import DomainError
 from survey.domain.responses.imports import MAX_BYTES, ImportRefused, ImportResult, format_of, import_responses
+from survey.platform import folding
 from survey.platform.extensions import csrf, db
 
 from ..common import commit_or_refuse, localized, me, see_other
@@ -38,6 +39,8 @@ def import_responses_view(slug: str):
         )
 
     def done(result: ImportResult):
+        if result.import_id is not None and not (result.already or result.dry_run):
+            folding.fold_after_import(current_app._get_current_object())  # type: ignore[attr-defined]
         if result.already:
             said = f"These {result.rows} rows were imported before: nothing was added."
         elif result.dry_run:
