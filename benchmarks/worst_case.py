@@ -59,12 +59,15 @@ from benchmarks.scratch import scratch_postgresql  # noqa: E402
 from survey import create_app  # noqa: E402
 from survey.domain.models import Membership, Survey, User  # noqa: E402
 from survey.domain.responses.codes import MAX_CODES_PER_REQUEST, generate_codes  # noqa: E402
+from survey.domain.responses.imports import MAX_BYTES as IMPORT_MAX_BYTES  # noqa: E402
+from survey.domain.surveys import content_translations  # noqa: E402
 from survey.domain.surveys.planning import MAX_RESPONDENTS, MIN_TARGET_MARGIN  # noqa: E402
 from survey.domain.surveys.specs import MAX_OPTIONS, create_survey_from_spec  # noqa: E402
 from survey.domain.validation import TEXT_LIMITS  # noqa: E402
 from survey.platform.extensions import db  # noqa: E402
 from survey.platform.schema import upgrade_database  # noqa: E402
 from survey.web.organize.builder_forms import SurveyDetailsForm  # noqa: E402
+from survey.web.organize.translations_forms import input_name  # noqa: E402
 from tests.live import CHEAP_PASSWORD_HASH  # noqa: E402
 from tests.worst import DIRECT, NUMBER, OUTCOME, YES_NO, analysis_answers, full_answers, worst_spec  # noqa: E402
 
@@ -73,6 +76,8 @@ from tests.worst import DIRECT, NUMBER, OUTCOME, YES_NO, analysis_answers, full_
 BLUEPRINTS = ("results", "organize", "respond")
 PASSWORD = "worst-case password"
 OPEN, DRAFT = "worst", "worst-draft"
+#: The languages a translated survey has besides English: two, as the translations page's limit assumes.
+LANGUAGES = content_translations.ADDABLE[:2]
 
 
 @dataclass
@@ -234,6 +239,35 @@ def cases(spec: dict[str, Any]) -> list[Case]:
         Case("organize.export_spec", "GET", "the spec of 200 questions", s),
         Case("organize.import_spec", "GET", "import form"),
         Case("organize.import_spec", "POST", "the largest spec the import takes", form="import"),
+        Case("organize.translations", "GET", "translations page, every text in two more languages", fresh="translated"),
+        Case(
+            "organize.save_translations",
+            "POST",
+            "every text in two languages, the most the page takes",
+            form="translations",
+            fresh="translated",
+        ),
+        Case(
+            "organize.add_translation_language",
+            "POST",
+            "add a language",
+            form={"language": LANGUAGES[0]},
+            fresh="draft",
+        ),
+        Case(
+            "organize.remove_translation_language",
+            "POST",
+            "remove a translated language",
+            form={"language": LANGUAGES[0]},
+            fresh="translated",
+        ),
+        Case(
+            "organize.import_responses",
+            "POST",
+            "the largest upload of responses the import takes",
+            form="responses",
+            fresh="open",
+        ),
         Case("auth.account", "GET", "account page"),
         Case("auth.account", "POST", "a refused password change", form={"current_password": "wrong"}),
         # -- what respondents load
@@ -262,6 +296,8 @@ class Site:
     clients: dict[str, Any]
     spec: dict[str, Any]
     import_body: bytes
+    #: the open survey's microdata CSV, its rows repeated up to the size the import of responses takes
+    responses_body: bytes
     submissions: int
 
 
@@ -331,14 +367,61 @@ def build_site(url: str, submissions: int, full: int, log: Callable[[str], None]
         response = clients[name].post("/auth/login", data={"username": name, "password": PASSWORD})
         if response.status_code != 302:
             raise SystemExit(f"{name} could not sign in")
-    return Site(app, clients, spec, importable_spec(spec, 1 << 20), submissions)
+    from flask import url_for
+
+    with app.test_request_context():
+        export_path = url_for("results.responses_file", slug=OPEN)
+    exported = clients["owner"].get(export_path)
+    if exported.status_code != 200:
+        raise SystemExit(f"the microdata export failed: {exported.status_code}")
+    return Site(app, clients, spec, importable_spec(spec, 1 << 20), responses_upload(exported.data), submissions)
+
+
+def responses_upload(csv_body: bytes) -> bytes:
+    """An export's rows repeated (header once) up to the import's size limit, less room for the form."""
+    header, _, rows = csv_body.partition(b"\n")
+    room = IMPORT_MAX_BYTES - (64 << 10) - len(header) - 1
+    body = rows * max(1, room // len(rows))
+    body = body[: body.rfind(b"\n", 0, room) + 1]
+    return header + b"\n" + body
+
+
+def translated_texts(survey: Survey, longest: int | None = None) -> dict[str, dict[str, str]]:
+    """Every text of ``survey`` in each of :data:`LANGUAGES`, each as long as its limit allows (and at
+    most ``longest`` characters)."""
+    return {
+        language: {
+            piece.path: "x" * min(piece.limit, longest or piece.limit) for piece in content_translations.pieces(survey)
+        }
+        for language in LANGUAGES
+    }
+
+
+def largest_translations(survey: Survey) -> dict[str, str]:
+    """The translations page's form with every text of ``survey`` in :data:`LANGUAGES`, as long as
+    the page's post limit allows (the texts at their limits in two languages are 5.7 MB of form,
+    over the 4 MB it takes)."""
+    from survey.web.organize.translations_views import TRANSLATIONS_MAX_BYTES
+
+    def form(longest: int) -> dict[str, str]:
+        texts = translated_texts(survey, longest)
+        return {input_name(lang, path): text for lang, pieces in texts.items() for path, text in pieces.items()}
+
+    low, high = 1, max(TEXT_LIMITS.values())
+    while low < high:  # the longest cut whose form fits, with room for the multipart framing
+        middle = (low + high + 1) // 2
+        if len(urlencode(form(middle))) * 1.1 <= TRANSLATIONS_MAX_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    return form(low)
 
 
 def fresh_survey(site: Site, kind: str) -> str:
     """A survey of its own for a case that changes it: a draft, an open, closed or archived survey,
     one with codes, or one on which the invitee has been offered a role."""
     slug = f"worst-{kind}-{uuid.uuid4().hex[:6]}"
-    status = "draft" if kind == "draft" else "open"
+    status = "draft" if kind in ("draft", "translated") else "open"
     with site.app.app_context():
         owner = db.session.scalar(select(User).where(User.username == "owner"))
         survey = create_survey_from_spec(db.session, worst_spec(status, slug), owner=owner)
@@ -349,6 +432,10 @@ def fresh_survey(site: Site, kind: str) -> str:
             survey.status = "archived"
         elif kind == "coded":
             generate_codes(db.session, survey, MAX_CODES_PER_REQUEST)
+        elif kind == "translated":  # two more languages, every text translated at its longest
+            for language in LANGUAGES:
+                content_translations.add_language(survey, language)
+            content_translations.save_texts(survey, translated_texts(survey))
         elif kind == "offered":
             invitee = db.session.scalar(select(User).where(User.username == "invitee"))
             db.session.add(Membership(survey=survey, user=invitee, role="researcher", pending=True))
@@ -376,6 +463,14 @@ def _request(site: Site, case: Case, path: str) -> dict[str, Any]:
     elif case.form == "import":  # a slug of its own each time, or the second import is refused as taken
         body = site.import_body.replace(b'"slug": "imported', f'"slug": "i{uuid.uuid4().hex[:6]}'.encode(), 1)
         kwargs["data"] = {"file": (io.BytesIO(body), "spec.json")}
+        kwargs["content_type"] = "multipart/form-data"
+    elif case.form == "translations":  # every text of the survey in its languages, as long as the page takes
+        slug = path.split("/")[2]
+        with site.app.app_context():
+            survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+            kwargs["data"] = largest_translations(survey)
+    elif case.form == "responses":  # the open survey's microdata, rows repeated up to the import's limit
+        kwargs["data"] = {"file": (io.BytesIO(site.responses_body), "responses.csv")}
         kwargs["content_type"] = "multipart/form-data"
     elif case.form is not None:
         # "{slug}" in a value: the survey's own (a fresh one's differs each time)
@@ -437,8 +532,9 @@ def check_coverage(app: Any, planned: list[Case]) -> None:
         if rule.endpoint.split(".")[0] in BLUEPRINTS
         for method in rule.methods - {"HEAD", "OPTIONS"}
     }
+    every = {(rule.endpoint, method) for rule in app.url_map.iter_rules() for method in rule.methods}
     have = {(c.endpoint, c.method) for c in planned}
-    missing, stale = sorted(routes - have), sorted(have - routes)
+    missing, stale = sorted(routes - have), sorted(have - every)
     if missing or stale:
         raise SystemExit(
             "worst_case.py must have a case for every route: "
