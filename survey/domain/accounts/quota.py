@@ -20,9 +20,9 @@ than the limit; the price is that a unit keeps counting for between one and 13/1
 minutes of an hour) instead of until the next :00.
 
 **Races.** The sum and the increment are two statements, so two requests of one user are made to
-take turns: each first locks the user's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite has one
-writer at a time from :func:`~survey.domain.base.begin_writing`), in any worker process, so two
-requests racing for the last unit cannot both take it. Rows older than the slices counted are
+take turns: each first locks the user's row (``SELECT ... FOR NO KEY UPDATE`` on PostgreSQL;
+SQLite has one writer at a time from :func:`~survey.domain.base.begin_writing`), in any worker
+process, so two requests racing for the last unit cannot both take it. Rows older than the slices counted are
 deleted as units are taken.
 """
 
@@ -82,7 +82,9 @@ def spend(session: Session, user: User, limit: SendLimit | None, now: float | No
     current = slice_number(time.time() if now is None else now, limit.seconds)
     if session.get_bind().dialect.name == "postgresql":
         # the user's requests take turns from here to the commit (module docstring, "Races")
-        session.execute(select(User.id).where(User.id == user.id).with_for_update())
+        # (FOR NO KEY UPDATE: it makes spenders wait for one another, not a row that merely refers
+        # to the user, whose foreign-key check takes FOR KEY SHARE)
+        session.execute(select(User.id).where(User.id == user.id).with_for_update(key_share=True))
     counted = SendQuota.window_number >= current - SLICES
     used = session.scalar(
         select(func.coalesce(func.sum(SendQuota.used), 0)).where(SendQuota.user_id == user.id, counted)
