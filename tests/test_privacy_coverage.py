@@ -283,21 +283,22 @@ def test_custom_matrix_keeps_the_floor_near_a_vertex_by_enumeration():
         assert np.all(pmf @ held >= 0.93), (truth, pmf @ held)
 
 
-def test_profile_intervals_of_a_joint_design_cost_three_profiles_per_option(monkeypatch):
+def test_profile_intervals_of_a_joint_design_cost_four_profile_ends_per_option(monkeypatch):
     # a 9×9 matrix: the joint distribution of two three-option questions. What a results page pays
     # is counted, not timed (times on a shared machine are noise; benchmarks/worst_case.md times the
-    # pages): each distinct survey costs three profile searches per option (the counts, and the
-    # counts a quarter report either way), and a survey repeated in the stack is solved once.
+    # pages): each distinct survey costs four searches for an end of a profile interval per option
+    # (both ends for the counts; for the counts a quarter report either way, only the end that shift
+    # widens: six before, the same intervals), and a survey repeated in the stack is solved once.
     from survey.privacy import estimation
 
     calls = []
-    original = estimation._profile_interval
-    monkeypatch.setattr(estimation, "_profile_interval", lambda *a: calls.append(1) or original(*a))
+    original = estimation._profile_end
+    monkeypatch.setattr(estimation, "_profile_end", lambda *a: calls.append(1) or original(*a))
     g = GeneralizedRR(3, epsilon=1).matrix
     mechanism = Mechanism(np.kron(g, g))
     rng = np.random.default_rng(7)
     surveys = np.array([rng.multinomial(300, mechanism.matrix @ rng.dirichlet(np.ones(9))) for _ in range(5)])
     result = estimate(mechanism, np.concatenate([surveys, surveys]))
     low, high = result.ci()
-    assert len(calls) == 5 * 9 * 3
+    assert len(calls) == 5 * 9 * 4
     assert np.all((0 <= low) & (low <= result.proportions + 1e-12) & (result.proportions <= high + 1e-12) & (high <= 1))

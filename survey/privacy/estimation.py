@@ -362,7 +362,17 @@ def _project_to_simplex(v: np.ndarray) -> np.ndarray:
 def _profile_interval(
     q: np.ndarray, lam: np.ndarray, pi_hat: np.ndarray, v: int, drop: float, guess: float
 ) -> tuple[float, float]:
-    """The set of ``π_v`` whose profile log-likelihood is within ``drop`` of the maximum.
+    """The set of ``π_v`` whose profile log-likelihood is within ``drop`` of the maximum: its two
+    ends (:func:`_profile_end`)."""
+    return _profile_end(q, lam, pi_hat, v, drop, guess, 0.0), _profile_end(q, lam, pi_hat, v, drop, guess, 1.0)
+
+
+def _profile_end(
+    q: np.ndarray, lam: np.ndarray, pi_hat: np.ndarray, v: int, drop: float, guess: float, edge: float
+) -> float:
+    """The end on the side of ``edge`` (0 or 1) of the set of ``π_v`` whose profile log-likelihood
+    is within ``drop`` of the maximum (one end alone where only one is wanted: the continuity
+    correction, :func:`_shifted_ends`, uses one end of each shifted interval).
 
     ``lam`` holds reported shares (the log-likelihood per respondent, so ``drop = χ²₁/(2n)``).
     The profile ``P(t) = max{ℓ(π) : π in the simplex, π_v = t}`` is concave in ``t`` (the
@@ -396,7 +406,7 @@ def _profile_interval(
         gradient = (w / fitted) @ qs
         return value, float(gradient[v] - gradient[others] @ rho), rho
 
-    def end(edge: float) -> float:
+    def end() -> float:
         if t_hat == edge:
             return edge
         value, _, _ = profile(edge, rho_hat)
@@ -423,7 +433,7 @@ def _profile_interval(
             t = step
         return t
 
-    return end(0.0), end(1.0)
+    return end()
 
 
 #: Above this many categories the rows that test a vertex are the ones where it is the largest
@@ -512,11 +522,12 @@ def _shifted_ends(
         start = _project_to_simplex(lam @ inverse.T)
         pi = _mle_one(q, lam, start, 1e-12, 500)
         se = math.sqrt(max(float((inverse[v] ** 2) @ (q @ pi)) - float(inverse[v] @ (q @ pi)) ** 2, 0.0) / total)
-        lo, hi = _profile_interval(q, lam, pi, v, drop, z * se if se > 0 else 0.05)
+        # the one end this shift widens: the upper when moved up, the lower when moved down
+        moved_end = _profile_end(q, lam, pi, v, drop, z * se if se > 0 else 0.05, 1.0 if sign > 0 else 0.0)
         if sign > 0:
-            high = max(high, hi)
+            high = max(high, moved_end)
         else:
-            low = min(low, lo)
+            low = min(low, moved_end)
     return low, high
 
 
