@@ -191,7 +191,7 @@ SLOW = {
     "test_privacy_coverage.py::test_custom_matrix_coverage_at_n30_by_enumeration",
     "test_privacy_coverage.py::test_custom_matrix_keeps_the_floor_near_a_vertex_by_enumeration",
     "test_privacy_coverage.py::test_floored_wilson_is_the_hull_of_wilson_and_clopper_pearson",
-    "test_privacy_coverage.py::test_profile_intervals_of_a_joint_design_cost_three_profiles_per_option",
+    "test_privacy_coverage.py::test_profile_intervals_of_a_joint_design_cost_four_profile_ends_per_option",
     "test_privacy_coverage.py::test_simultaneous_sets_cover_every_category_at_once",
     "test_privacy_coverage.py::test_simultaneous_sets_of_a_custom_matrix_cover_at_once",
     "test_privacy_network.py::test_every_respondent_page_links_to_the_privacy_page",
