@@ -830,9 +830,9 @@ def stored_submissions(database: Database) -> int:
         return conn.execute(query, (database.survey_id,)).fetchone()[0]
 
 
-def web_run(database: Database, workers: int, connections: int, seconds: float, script: Path, log: Path) -> dict:
-    """gunicorn with ``workers`` workers, loaded by wrk for ``seconds``; the recount comes after."""
-    port = free_port()
+def server_env(database: Database, port: int, workers: int) -> dict[str, str]:
+    """The environment of a server of the app on ``database`` (gunicorn or another) for the ingest
+    benchmarks: on ``port``, ``workers`` processes, the production entry point's defaults."""
     env = {
         **os.environ,
         "DATABASE_URL": database.url,
@@ -845,6 +845,13 @@ def web_run(database: Database, workers: int, connections: int, seconds: float, 
         "RATELIMIT_STORAGE_URL": "memory://",
     }
     env.pop("SURVEY_ENV", None)
+    return env
+
+
+def web_run(database: Database, workers: int, connections: int, seconds: float, script: Path, log: Path) -> dict:
+    """gunicorn with ``workers`` workers, loaded by wrk for ``seconds``; the recount comes after."""
+    port = free_port()
+    env = server_env(database, port, workers)
     before = stored_submissions(database)
     with log.open("a") as out:
         server = subprocess.Popen(

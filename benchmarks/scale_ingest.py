@@ -32,7 +32,6 @@ import json
 import math
 import os
 import platform
-import secrets
 import shutil
 import signal
 import statistics
@@ -51,6 +50,7 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
     Database,
     ceiling_run,
     free_port,
+    server_env,
     stored_submissions,
     wait_healthy,
     wrk_script,
@@ -71,9 +71,11 @@ def with_slowest(script: Path) -> None:
     script.write_text(text)
 
 
-def children_cpu(parent: int) -> float:
-    """CPU seconds (user + system) spent so far by the live children of process ``parent``."""
-    total = 0
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by the live descendants of process ``pid`` (gunicorn's
+    workers are its children; another server's may be its grandchildren)."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -81,9 +83,15 @@ def children_cpu(parent: int) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == parent:  # fields after the name: state, ppid, ..., utime (12), stime (13)
-            total += int(fields[11]) + int(fields[12])
-    return total / TICKS
+        # fields after the name: state, ppid, ..., utime (12), stime (13)
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS
+    total, stack = 0.0, list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        total += cpu.get(child, 0.0)
+        stack += children.get(child, [])
+    return total
 
 
 def set_auto_close(database: Database, on: bool) -> None:
@@ -99,20 +107,7 @@ def set_auto_close(database: Database, on: bool) -> None:
 
 def serve(database: Database, workers: int, log: Path, preload: bool = True) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database.url,
-        "SECRET_KEY": secrets.token_hex(32),
-        "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": str(workers),
-        "PRELOAD_APP": "1" if preload else "0",
-        # every request comes from 127.0.0.1: the limiter still runs, with room for the load, counted
-        # in each worker's memory as in benchmarks/scale.py (production would name Redis, and refuses
-        # to start several workers with neither)
-        "SUBMISSION_RATE_LIMIT": "100000000 per minute",
-        "RATELIMIT_STORAGE_URL": "memory://",
-    }
-    env.pop("SURVEY_ENV", None)
+    env = {**server_env(database, port, workers), "PRELOAD_APP": "1" if preload else "0"}
     with log.open("a") as out:
         server = subprocess.Popen(
             [
@@ -163,9 +158,9 @@ def web_run(database: Database, workers: int, connections: int, seconds: float, 
     before = stored_submissions(database)
     server, port = serve(database, workers, log)
     try:
-        cpu = children_cpu(server.pid)
+        cpu = tree_cpu(server.pid)
         result, elapsed = load(port, connections, seconds, script)
-        cpu = children_cpu(server.pid) - cpu
+        cpu = tree_cpu(server.pid) - cpu
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)

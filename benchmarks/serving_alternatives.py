@@ -21,11 +21,11 @@ benchmarks/serving_alternatives.md`` (needs ``wrk``: ``make wrk``).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import json
 import os
 import platform
-import secrets
 import shutil
 import signal
 import statistics
@@ -44,11 +44,12 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
     Database,
     ceiling_run,
     free_port,
+    server_env,
     stored_submissions,
     wait_healthy,
     wrk_script,
 )
-from benchmarks.scale_ingest import TICKS, errors_of, load, set_auto_close  # noqa: E402
+from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
 
 BIN = Path(sys.executable).parent
 #: The arms: a name, the command line (``{port}``, ``{workers}``), and the module it needs installed.
@@ -71,41 +72,10 @@ ARMS: dict[str, tuple[list[str], str | None]] = {
 }
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) spent so far by the live descendants of process ``pid``."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS
-    total, stack = 0.0, list(children.get(pid, []))
-    while stack:
-        child = stack.pop()
-        total += cpu.get(child, 0.0)
-        stack += children.get(child, [])
-    return total
-
-
 def web_run(database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path) -> dict:
     command, _ = ARMS[arm]
     port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database.url,
-        "SECRET_KEY": secrets.token_hex(32),
-        "BIND": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": str(workers),
-        # as benchmarks/scale_ingest.py: every request comes from 127.0.0.1, the limiter runs with room
-        "SUBMISSION_RATE_LIMIT": "100000000 per minute",
-        "RATELIMIT_STORAGE_URL": "memory://",
-    }
-    env.pop("SURVEY_ENV", None)
+    env = server_env(database, port, workers)
     before = stored_submissions(database)
     args = [part.format(port=port, workers=workers) for part in command] + ["survey.platform.wsgi:app"]
     with log.open("a") as out:
@@ -202,10 +172,8 @@ def main() -> None:
     versions = []
     for module in ("gunicorn", "gunicorn_h1c", "granian"):
         try:
-            from importlib.metadata import version
-
-            versions.append(f"{module} {version(module)}")
-        except Exception:  # not installed: not run
+            versions.append(f"{module} {importlib.metadata.version(module)}")
+        except importlib.metadata.PackageNotFoundError:  # not installed: not run
             versions.append(f"{module} not installed")
     header = (
         f"`python benchmarks/serving_alternatives.py --workers {args.workers} --seconds {args.seconds:g}"
