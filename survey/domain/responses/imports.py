@@ -49,9 +49,9 @@ Nothing about a respondent is stored beyond what a web submission stores.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
+import functools
 import hashlib
 import io
 import itertools
@@ -230,23 +230,18 @@ class _Column:
     field: Field
     #: each cell value met so far (when hashable) → its stored value, or the error it gets
     seen: dict[Any, int | DomainError] = field(default_factory=dict)
-    _labels: list[str] | None = None
-    _folded: dict[str, int] | None = None
 
-    @property
+    @functools.cached_property
     def labels(self) -> list[str]:
-        if self._labels is None:
-            self._labels = list(self.question.labels)
-        return self._labels
+        return list(self.question.labels)
 
-    @property
+    @functools.cached_property
     def folded(self) -> dict[str, int]:
         """Each label as compared (stripped, casefolded) → its option's index (the first, if two fold alike)."""
-        if self._folded is None:
-            self._folded = {}
-            for index, label in enumerate(self.labels):
-                self._folded.setdefault(label.strip().casefold(), index)
-        return self._folded
+        folded: dict[str, int] = {}
+        for index, label in enumerate(self.labels):
+            folded.setdefault(label.strip().casefold(), index)
+        return folded
 
     def stored(self, raw: Any) -> int | DomainError:
         """:func:`_stored_value` of ``raw``, or the error it raises (returned, not raised: one error
@@ -351,21 +346,12 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
         return result
     required = [f for f in fields if f.required and f.arm_group is None]
     with_arms = any(f.arm_group is not None for f in fields)
-    days: dict[Any, dt.date | DomainError] = {}
     for number, record in enumerate(records, start=1):
         values: dict[int, int] = {}
         answered_ids: set[int] = set()
         answered = False
         day: dt.date | None = None
-        raw_day = record.get(DATE_COLUMN)
-        try:
-            known = days.get(raw_day)
-        except TypeError:  # not a text (a JSON list or object): refused by _day
-            known = None
-        if known is None:
-            known = _outcome(_day, raw_day)
-            with contextlib.suppress(TypeError):
-                days[raw_day] = known
+        known = _outcome(_day, record.get(DATE_COLUMN))
         if isinstance(known, DomainError):
             result.problems.append(_problem(number, DATE_COLUMN, known))
         else:
