@@ -349,7 +349,6 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
     for number, record in enumerate(records, start=1):
         values: dict[int, int] = {}
         answered_ids: set[int] = set()
-        answered = False
         day: dt.date | None = None
         known = _outcome(_day, record.get(DATE_COLUMN))
         if isinstance(known, DomainError):
@@ -362,7 +361,6 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
             column = columns.get(name)
             if column is None or (isinstance(raw, str) and not raw.strip()):
                 continue
-            answered = True
             answered_ids.add(column.field.id)
             value = column.stored(raw)
             if isinstance(value, DomainError):
@@ -375,7 +373,7 @@ def check_rows(survey: Survey, fields: Sequence[Field], records: Sequence[Mappin
         if with_arms:
             for error in arm_problems(fields, answered_ids):
                 result.problems.append(_problem(number, names[error.path[-1]], error))
-        if not answered:
+        if not answered_ids:
             result.problems.append(_problem(number, None, DomainError("submission.empty")))
         if day is not None:
             result.rows.append((day, values))
