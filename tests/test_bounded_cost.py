@@ -505,7 +505,7 @@ def _health_latency(port: int) -> float:
 
 @pytest.fixture
 def served_worst(tmp_path):
-    """gunicorn as production runs it (survey.platform.gunicorn_conf, its sync workers), three of them,
+    """gunicorn as production runs it (survey.platform.gunicorn_conf, its gthread workers), three of them,
     on the costliest survey, open and as a draft, with 340 respondents who answered what the analyses read."""
     url = f"sqlite:///{tmp_path / 'attack.sqlite'}"
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "t", "RATELIMIT_ENABLED": False})
@@ -525,9 +525,19 @@ def served_worst(tmp_path):
         submit_answers(client, "worst", [full_answers(spec, rng)] + [analysis_answers(spec, rng) for _ in range(339)])
         db.engine.dispose()
     # as many workers as the attack sends requests at once, one request each: the attack holds every one of
-    # them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each); killed at the end,
-    # the master and its workers, mid-request or not
-    with start_gunicorn(url, tmp_path / "gunicorn.log", kill=True, WEB_CONCURRENCY="3", WEB_THREADS="1") as port:
+    # them, as in the issue (WEB_THREADS: for a threaded worker class, one thread each). One connection a
+    # worker too: a gthread worker otherwise accepts connections while its one thread is busy and queues
+    # them, so /health could wait behind an attacker's next request on a busy worker (up to three of the
+    # attack's requests: 1.07 s in a CI run) instead of going to the first worker that comes free, as with
+    # one request a worker it does. Killed at the end, the master and its workers, mid-request or not.
+    with start_gunicorn(
+        url,
+        tmp_path / "gunicorn.log",
+        kill=True,
+        WEB_CONCURRENCY="3",
+        WEB_THREADS="1",
+        GUNICORN_CMD_ARGS="--worker-connections 1",
+    ) as port:
         yield port
 
 
