@@ -14,6 +14,12 @@ randomized questions, its wrk script, its plain-SQL processes):
   processes sending the app's own single statement (*our statement*). Reported: submissions per
   second, web ÷ plain, latency, the CPU the gunicorn workers spent per stored submission (from
   /proc), errors, and a recount that every acknowledged submission is stored.
+* **Ingest in pairs.** The rounds' ratio for unchanged code spread from 39% to 63% within one run (the
+  machine's speed drifts by a fifth within minutes, and an 8 s run of each kind, a server started for
+  each, puts minutes between a ratio's two terms). So, for 2 and 4 workers, one gunicorn (closing
+  automatically off) is kept running and many short runs are paired: the plain-SQL ceiling and the
+  web path one right after the other, each first in every other pair. Reported: each pair's ratio,
+  their median and a distribution-free interval for it, with its coverage computed.
 * **Reload.** gunicorn with 2 workers under a lighter load (2 wrk connections, each request on a
   new connection, ``Connection: close``, as visitors arrive: a kept-alive connection stays with its
   old worker while it drains, and would not meet the new ones); halfway through, ``kill -HUP``
@@ -199,10 +205,54 @@ def reload_run(database: Database, preload: bool, seconds: float, script: Path, 
     }
 
 
+def paired_runs(
+    database: Database, workers: int, connections: int, seconds: float, pairs: int, script: Path, log: Path
+) -> list[dict]:
+    """``pairs`` short runs of the plain-SQL ceiling and of one gunicorn kept running (closing automatically
+    off), each right after the other, in turn first: a ratio per pair, of two runs a few seconds apart.
+    The machine's speed drifts by a fifth within minutes (the rounds above); a pair shares its minute."""
+    set_auto_close(database, False)
+    server, port = serve(database, workers, log)
+    found = []
+    try:
+        load(port, connections, 2, script)  # not counted: the workers' first requests
+        for i in range(pairs):
+            rates = {}
+            for kind in ("plain", "web") if i % 2 == 0 else ("web", "plain"):
+                if kind == "plain":
+                    rates[kind] = ceiling_run(database, workers, seconds, "naive")["rate"]
+                else:
+                    result, elapsed = load(port, connections, seconds, script)
+                    rates[kind] = result["created"] / elapsed
+                    rates["errors"] = errors_of(result)
+            found.append({**rates, "ratio": rates["web"] / rates["plain"]})
+            print(json.dumps({"workers": workers, "pair": i + 1, **found[-1]}), flush=True)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    return found
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float, float]:
+    """The median of ``values``, a distribution-free interval for the median (the order statistics k and
+    n + 1 - k, k the largest whose coverage is ``level`` or more, else 1: the least and the most), and
+    that interval's coverage, 1 - 2 P(Binomial(n, 1/2) < k), computed rather than assumed."""
+    from scipy.stats import binom
+
+    ordered = sorted(values)
+    n = len(ordered)
+    k = 1
+    while k < n + 1 - k and 1 - 2 * binom.cdf(k, n, 0.5) >= level:
+        k += 1
+    return statistics.median(ordered), ordered[k - 1], ordered[n - k], float(1 - 2 * binom.cdf(k - 1, n, 0.5))
+
+
 KINDS = ("plain", "off", "on", "statement")
 
 
-def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections: int) -> dict:
+def run(
+    postgresql: str, workdir: Path, seconds: float, rounds: int, connections: int, pairs: int, pair_seconds: float
+) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make wrk` installs it")
     database = Database("postgresql", postgresql, workdir)
@@ -235,6 +285,9 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
                 kinds["on"].append(web_run(database, workers, connections, seconds, script, log))
                 kinds["statement"].append(ceiling_run(database, workers, seconds, "statement"))
                 print(json.dumps({"workers": workers, **{k: v[-1] for k, v in kinds.items()}}), flush=True)
+        paired = {
+            workers: paired_runs(database, workers, connections, pair_seconds, pairs, script, log) for workers in (2, 4)
+        }
         set_auto_close(database, False)
         for _ in range(rounds):
             for preload, hup in ((True, False), (True, True), (False, True)):
@@ -250,6 +303,8 @@ def run(postgresql: str, workdir: Path, seconds: float, rounds: int, connections
             db.engine.dispose()
         return {
             "runs": runs,
+            "paired": paired,
+            "pair_seconds": pair_seconds,
             "reloads": reloads,
             "tally_mismatches": mismatches,
             "connections": connections,
@@ -310,6 +365,14 @@ def report(result: dict, header: str) -> str:
             f"| {workers} workers: 0 errors and 0 lost | {errors} errors, {lost} lost"
             f" | {verdict(lost == errors == 0)} |"
         )
+    for workers, found in result["paired"].items():
+        median, low, high, coverage = median_interval([p["ratio"] for p in found])
+        lines.append(
+            f"| {workers} workers, closing automatically off, {len(found)} pairs of short runs: ≥ 60% of the"
+            f" plain-SQL ceiling (median of the pairs' ratios, and an interval for it) | {median:.0%} ({low:.0%} to"
+            f" {high:.0%}, coverage {coverage:.1%}; {sum(p['errors'] for p in found)} errors)"
+            f" | {verdict(median >= 0.6)} |"
+        )
     lines.append(
         "| (errors by kind, all runs) | "
         + (", ".join(f"{k}: {v}" for k, v in error_kinds(result).items()) or "none")
@@ -364,6 +427,25 @@ def report(result: dict, header: str) -> str:
         )
     lines += [
         "",
+        "## Ingest in pairs (PostgreSQL)",
+        "",
+        f"For each worker count, one gunicorn (closing automatically off) kept running, and {len(result['paired'][2])}"
+        f" pairs of {result['pair_seconds']:.0f} s runs: the plain-SQL ceiling and the web path, one right after the"
+        " other, each first in every other pair. A pair's two runs share the machine's minute, whose speed the"
+        " rounds above show drifting; the interval is the median's, distribution-free (order statistics).",
+        "",
+        "| workers | pair | plain SQL /s | web /s | web ÷ plain | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for workers, found in result["paired"].items():
+        for i, p in enumerate(found, 1):
+            lines.append(f"| {workers} | {i} | {p['plain']:.0f} | {p['web']:.0f} | {p['ratio']:.0%} | {p['errors']} |")
+        median, low, high, coverage = median_interval([p["ratio"] for p in found])
+        lines.append(
+            f"| {workers} | median (interval, coverage {coverage:.1%}) | | | {median:.0%} ({low:.0%} to {high:.0%}) | |"
+        )
+    lines += [
+        "",
         "## Reload",
         "",
         f"2 workers, 2 wrk connections each request on a new connection, {result['seconds']:.0f} s;"
@@ -390,18 +472,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (one per thread)")
+    parser.add_argument("--pairs", type=int, default=20, help="pairs of short runs per worker count")
+    parser.add_argument("--pair-seconds", type=float, default=4.0)
     args = parser.parse_args()
     if not args.postgresql:
         parser.error("--postgresql (or TEST_DATABASE_URL) is needed")
     started = time.time()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        result = run(args.postgresql, Path(tmp), args.seconds, args.rounds, args.connections)
+        result = run(
+            args.postgresql, Path(tmp), args.seconds, args.rounds, args.connections, args.pairs, args.pair_seconds
+        )
     import psycopg
     import sqlalchemy
 
     header = (
-        f"`python benchmarks/scale_ingest.py --seconds {args.seconds:g} --rounds {args.rounds}` on"
+        f"`python benchmarks/scale_ingest.py --seconds {args.seconds:g} --rounds {args.rounds} --pairs {args.pairs}"
+        f" --pair-seconds {args.pair_seconds:g}` on"
         f" {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine (load average {load_before:.1f} before"
         f" the run: the other work on it then; Python"
         f" {platform.python_version()}, SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__};"

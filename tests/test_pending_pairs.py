@@ -117,6 +117,31 @@ def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, 
     assert folding.fold_soon(app) is False
 
 
+def test_a_host_of_four_workers_starts_a_fold_about_once_an_interval_not_four(app, monkeypatch):
+    """Each of gunicorn's W workers folds at most every W × PAIR_FOLD_SECONDS: four workers folding
+    every second each upserted the same cells four times a second."""
+    clock = [1000.0]
+    monkeypatch.setattr(folding.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(background, "run_later", lambda *a: True)
+    app.config["PAIR_FOLD_SECONDS"] = 1.0
+
+    def folds_started(processes: str) -> list[int]:
+        """Over 10 s of submissions, one every 0.1 s: at which of them a fold was started."""
+        monkeypatch.setenv("SURVEY_WORKER_PROCESSES", processes)
+        monkeypatch.setattr(folding, "_next_at", 0.0)
+        started = []
+        for i in range(100):
+            if folding.fold_soon(app):
+                started.append(i)
+            clock[0] += 0.1
+        return started
+
+    assert folds_started("4") == [0, 40, 80]  # at 0, 4 and 8 s
+    assert len(folds_started("1")) == 10  # one process: every second
+    monkeypatch.setenv("SURVEY_WORKER_PROCESSES", "many")  # not a number: as one
+    assert folding.worker_processes() == 1
+
+
 def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_traceback(caplog, monkeypatch):
     """A fold started while the database is down (here: nothing listening at its address) is an
     outage like a request's, logged once by the process, not a background job's traceback per fold;

@@ -10,7 +10,7 @@ to the stored cells in the same statement (:func:`survey.domain.responses.writes
 every count is exact whether or not the fold has run: a submission is in the list or in the
 tallies, never both, never neither.
 
-Who folds: the web process after storing a submission, at most once a second in the background
+Who folds: the web process after storing a submission, about once a second a host in the background
 (survey.platform.folding); the rebuild of a survey's tallies, which recounts its pairs and empties
 its list; a release that takes back listed submissions (sent by link before the survey went by
 invitation), which adds their pairs as it removes them (survey.domain.responses.mixing); a
