@@ -127,6 +127,15 @@ WORKERS_VARIABLE = "SURVEY_WORKER_PROCESSES"
 MEMORY_URLS = ("memory://", "sweptmemory://")
 
 
+def worker_processes() -> int:
+    """The worker processes gunicorn's master runs on this host (:data:`WORKERS_VARIABLE`); 1 elsewhere
+    (``flask run``, a command, the tests) or when the variable is not a whole number above 0."""
+    try:
+        return max(1, int(os.environ.get(WORKERS_VARIABLE) or 1))
+    except ValueError:
+        return 1
+
+
 def check_shared_limits(values: dict[str, Any]) -> None:
     """Production with several worker processes counts rate limits in a shared store, or says plainly
     what the limits then mean.
@@ -138,10 +147,7 @@ def check_shared_limits(values: dict[str, Any]) -> None:
     warning with the limit it really gives. One worker on one host needs no store."""
     if not values.get("RATELIMIT_ENABLED", True):
         return
-    try:
-        workers = int(os.environ.get(WORKERS_VARIABLE) or 1)
-    except ValueError:
-        workers = 1
+    workers = worker_processes()
     url = values.get("RATELIMIT_STORAGE_URL")
     if workers <= 1 or (url and not url.startswith(MEMORY_URLS)):
         return

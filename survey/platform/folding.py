@@ -1,5 +1,5 @@
-"""The fold of the pair tallies, started in the background after a submission, at most once per
-interval in each process.
+"""The fold of the pair tallies, started in the background after a submission, about once per
+interval on each host.
 
 A submission lists itself for the fold instead of adding to the pair tallies
 (survey.domain.responses.pending_pairs); readers add what is listed, so nothing waits for the fold to
@@ -19,7 +19,6 @@ anywhere folds every listed one, and a rebuild of the tallies (``flask recount -
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -28,7 +27,7 @@ from flask import Flask
 from survey.domain.responses.pending_pairs import fold_all
 
 from . import background
-from .config import WORKERS_VARIABLE
+from .config import worker_processes
 from .connections import UNAVAILABLE, is_unavailable, outage
 from .extensions import db
 
@@ -52,15 +51,6 @@ def fold_soon(app: Flask) -> bool:
             return False
         _next_at = now + every
     return background.run_later(app, _fold)
-
-
-def worker_processes() -> int:
-    """The worker processes gunicorn's master runs on this host (survey.platform.gunicorn_conf says,
-    ``SURVEY_WORKER_PROCESSES``); 1 elsewhere (``flask run``, a command, the tests)."""
-    try:
-        return max(1, int(os.environ.get(WORKERS_VARIABLE, "1")))
-    except ValueError:
-        return 1
 
 
 def fold_after_import(app: Flask) -> bool:
