@@ -42,14 +42,13 @@ def fold_soon(app: Flask) -> bool:
     every = app.config["PAIR_FOLD_SECONDS"]
     if not every:
         return False
-    every *= worker_processes()
     now = time.monotonic()
     if now < _next_at:  # the common case, read without the lock
         return False
     with _lock:
         if now < _next_at:
             return False
-        _next_at = now + every
+        _next_at = now + every * worker_processes()  # read when a fold starts, not on every submission
     return background.run_later(app, _fold)
 
 
