@@ -221,7 +221,7 @@ def measure_analysis(url: str) -> dict[str, Any]:
 
     from survey import create_app
     from survey.domain.models import Survey
-    from survey.domain.responses.tallies import counts_statement, question_mechanism
+    from survey.domain.responses.tallies import counts_statement, question_kinds, question_mechanism
     from survey.domain.results import kept
     from survey.domain.results.analysis import compare, regression
     from survey.platform.extensions import db
@@ -280,8 +280,8 @@ def measure_analysis(url: str) -> dict[str, Any]:
         return page()
 
     with app.app_context():
-        survey_id = db.session.scalar(select(Survey.id).where(Survey.slug == ANALYSIS_SLUG))
-        statement = counts_statement(survey_id)
+        survey = db.session.scalar(select(Survey).where(Survey.slug == ANALYSIS_SLUG))
+        statement = counts_statement(survey.id, question_kinds(survey), db.engine.dialect.name)
 
     def floor() -> None:
         with app.app_context():
@@ -933,7 +933,7 @@ def _plain_inserts(
     url: str, survey_id: int, question_ids: list[int], options: list[int], mode: str, stop_at: float, out
 ) -> None:
     """One process of the ceiling: plain SQL, one transaction per submission, until ``stop_at``. In
-    the *statement* mode, the app's statement, and the fold of the pair tallies once a second, as the
+    the *statement* mode, the app's statement, and the fold of the deferred tallies once a second, as the
     app's processes start it (survey.platform.folding), the last one after ``stop_at``: its cost is
     counted in the rate, and no later run inherits a list to fold."""
     import random
@@ -943,7 +943,7 @@ def _plain_inserts(
     from sqlalchemy.orm import Session
     from sqlalchemy.pool import NullPool
 
-    from survey.domain.responses.pending_pairs import fold_all
+    from survey.domain.responses.pending import fold_all
     from survey.domain.responses.writes import Feeds, postgresql_submission, submission_params
 
     statement = postgresql_submission(False)

@@ -72,8 +72,8 @@ def make_config(backend: str, tmp_path: Path, request) -> dict:
         "RATELIMIT_ENABLED": False,
         "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
         # no fold in the background, whose thread would outlive the test's app and schema; readers
-        # add the listed submissions, and tests/test_pending_pairs.py folds (and starts folds) itself
-        "PAIR_FOLD_SECONDS": 0,
+        # add the listed submissions, and tests/test_pending_submissions.py folds (and starts folds) itself
+        "FOLD_SECONDS": 0,
     }
     if backend == "sqlite":
         path = tmp_path / "test.sqlite"
@@ -139,7 +139,7 @@ def limited_app(tmp_path: Path, sqlite_template: Path, **config) -> Flask:
             "SECRET_KEY": "t",
             "RATELIMIT_ENABLED": True,
             "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH,
-            "PAIR_FOLD_SECONDS": 0,  # as make_config: the fold is tested where it is the point
+            "FOLD_SECONDS": 0,  # as make_config: the fold is tested where it is the point
             **redis_limits(),
             **config,
         }

@@ -113,7 +113,7 @@ def test_no_channel_in_postgresql_links_a_code_to_its_answers(app, client, seede
         # 1. shared transaction ids: no row of any answer-bearing table shares an xmin with a code
         code_xmins = {r[0] for r in q(text("SELECT xmin::text FROM invitations WHERE used"))}
         tables = ("submissions", "answers", "answer_tallies", "pair_tallies", "day_tallies", "submission_tallies")
-        for table in (*tables, "pending_pairs"):
+        for table in (*tables, "pending_submissions"):
             shared = q(text(f"SELECT count(*) FROM {table} WHERE xmin::text = ANY(:x)"), {"x": list(code_xmins)})
             assert shared.scalar() == 0, table
         # every submission of a batch carries one xmin, and so do their answers

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from survey.domain.errors import DomainError
 from survey.domain.models import DECLINED, Answer, DayTally, PairTally, Survey
-from survey.domain.responses.pending_pairs import fold_all
+from survey.domain.responses.pending import fold_all
 from survey.domain.responses.tallies import survey_counts, survey_results, tally_mismatches
 from survey.domain.results.exports import codebook, estimates_csv, estimates_document, microdata_csv
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec

@@ -240,10 +240,10 @@ def test_the_snapshot_sees_a_changed_row_as_well_as_a_new_one(world, client):
     assert client.post("/api/surveys/small-test/responses", json={"answers": GOOD}).status_code == 201
     before = snapshot(app)
     with app.app_context():
-        db.session.execute(text("UPDATE day_tallies SET count = count + 1"))
+        db.session.execute(text("UPDATE submission_tallies SET count = count + 1"))
         db.session.commit()
     after = snapshot(app)
-    assert after.counts == before.counts and before.changed(after) == ["day_tallies"]
+    assert after.counts == before.counts and before.changed(after) == ["submission_tallies"]
     fresh_code(app)
     before = snapshot(app)
     with app.app_context():

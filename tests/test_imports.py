@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from survey.domain.models import Membership, ResponseImport, Submission, Survey, User
 from survey.domain.responses.imports import ImportRefused, import_responses
-from survey.domain.responses.pending_pairs import listed
+from survey.domain.responses.pending import listed
 from survey.domain.responses.tallies import tally_mismatches
 from survey.domain.results.exports import estimates_document, microdata_csv
 from survey.domain.surveys.specs import create_survey_from_spec
@@ -279,7 +279,7 @@ def test_an_upload_lists_its_rows_for_the_fold_and_the_site_starts_one_at_once(a
         assert listed(db.session) == 10
         _clean(app, small_survey)  # the readers count the listed rows: tallies and recount agree
     monkeypatch.setattr(folding, "_next_at", float("inf"))  # as if a fold had just started: no interval frees one
-    app.config["PAIR_FOLD_SECONDS"] = 3600.0
+    app.config["FOLD_SECONDS"] = 3600.0
     started = []
     monkeypatch.setattr(background, "run_later", lambda *a, real=background.run_later: started.append(a) or real(*a))
     token = make_token(app, "alice", "imports")

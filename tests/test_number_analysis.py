@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from survey.domain.models import PairTally, Question, Survey
-from survey.domain.responses.pending_pairs import fold_all
+from survey.domain.responses.pending import fold_all
 from survey.domain.responses.tallies import tally_mismatches
 from survey.platform.extensions import db
 from survey.privacy.bounded import mean_interval

@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 
 from survey.domain.errors import DomainError
 from survey.domain.models import Answer, AnswerTally, Submission, Survey
+from survey.domain.responses.pending import fold_all
 from survey.domain.responses.tallies import rebuild_tallies, tally_mismatches
 from survey.domain.surveys.specs import create_survey_from_spec, survey_to_spec
 from survey.platform.extensions import db
@@ -143,6 +144,7 @@ def test_a_report_code_is_stored_and_tallied_by_code(app, client, drinks):
             1000,
             GRID_STEPS,
         ]
+        assert fold_all(db.session) == 5  # the answer tallies are added by the fold
         counts = dict(
             db.session.execute(
                 select(AnswerTally.value, func.sum(AnswerTally.count))
@@ -181,6 +183,7 @@ def test_recount_checks_and_rebuilds_report_tallies(app, client, drinks):
         assert _post(client, {"smoked": 0, "drinks": code}).status_code == 201
     with app.app_context():
         survey, question = _survey(), _question()
+        assert fold_all(db.session) == 3
         tally = db.session.scalars(select(AnswerTally).where(AnswerTally.question_id == question.id)).first()
         tally.count += 5
         db.session.commit()

@@ -22,7 +22,7 @@ EXCEPTIONS = {
     "as it is made, whoever asked for it (SECURITY.md, section 4a)",
     ("results/live.py", "close_if_precise"): "decides by reading, then closes in a transaction of its own that "
     "takes the write lock first",
-    ("responses/pending_pairs.py", "fold"): "a fold is one transaction, its pairs added and its submissions "
+    ("responses/pending.py", "fold"): "a fold is one transaction, its pairs added and its submissions "
     "unlisted together, committed at once so that its locks are held no longer than one batch (a caller "
     "may ask it not to: a migration's downgrade)",
     ("responses/receipts.py", "purge_old_receipts"): "the day's purge of old receipts, after a submission, in "

@@ -787,20 +787,20 @@ class PairTally(Base):
     count: Mapped[int] = mapped_column(BigInteger)
 
 
-class PendingPairs(Base):
-    """A submission whose pairs of answers the pair tallies do not count yet: the work list of the
-    fold (:mod:`survey.domain.responses.pending_pairs`).
+class PendingSubmission(Base):
+    """A submission that the answer, day and pair tallies do not count yet: the work list of the
+    fold (:mod:`survey.domain.responses.pending`).
 
-    A submission's 45 pair cells (ten questions) were most of what PostgreSQL did for it; written
-    into the tallies later, a batch of hundreds at a time, they cost a fraction of that
-    (benchmarks/scale.md, "Ingest"). Every reader of the pair tallies adds the pairs of the
-    submissions listed here, read in the same snapshot, so a count is exact at every moment: a
-    submission is either listed here or counted in the tallies, never both (the fold deletes its row
-    and adds its pairs in one transaction). A row holds a submission's id and nothing else; no
+    A submission's 45 pair cells, 10 answer cells and 10 day cells (ten questions) were most of what
+    PostgreSQL did for it; written into the tallies later, a batch of hundreds at a time, they cost
+    a fraction of that (benchmarks/scale.md, benchmarks/scale_ingest.md). Every reader of those
+    tallies adds the submissions listed here, read in the same snapshot, so a count is exact at
+    every moment: a submission is either listed here or counted in the tallies, never both (the fold
+    deletes its row and adds it in one transaction). A row holds a submission's id and nothing else; no
     foreign key, since a row whose submission is gone adds nothing and the fold drops it.
     """
 
-    __tablename__ = "pending_pairs"
+    __tablename__ = "pending_submissions"
 
     submission_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
 

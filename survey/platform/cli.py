@@ -160,7 +160,7 @@ def register(app: Flask) -> None:
 
         from survey.domain.errors import DomainError
         from survey.domain.responses.imports import ImportRefused, format_of, import_responses
-        from survey.domain.responses.pending_pairs import fold_all
+        from survey.domain.responses.pending import fold_all
 
         _require_current_schema()
         survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
@@ -178,7 +178,7 @@ def register(app: Flask) -> None:
             )
             db.session.commit()
             if not (result.already or dry_run):
-                fold_all(db.session)  # the rows' pairs, listed for the fold by the import: added now
+                fold_all(db.session)  # the rows, listed for the fold by the import: added to the tallies now
         except ImportRefused as error:
             db.session.rollback()
             for problem in error.problems:

@@ -71,9 +71,9 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # time, each in a random place with one date (survey.domain.responses.mixing): nothing in the database
         # then ties a code to its answers better than one chance in this many.
         "ANONYMITY_BATCH": 10,
-        # Seconds between two folds of the listed submissions into the pair tallies started by one
+        # Seconds between two folds of the listed submissions into the deferred tallies started by one
         # process after storing submissions (survey.platform.folding); 0: never (the tests).
-        "PAIR_FOLD_SECONDS": 1.0,
+        "FOLD_SECONDS": 1.0,
         # The site's public address, e.g. "https://surveys.example.org" (a path after the host if the
         # site is served under one). Every link to an account (in an e-mail, or shown to copy) is built
         # from it, never from the request's Host header, which whoever sends the request chooses
@@ -198,11 +198,13 @@ def from_environment() -> dict[str, Any]:
     for key in ("MAIL_USE_TLS", "MAIL_USE_SSL"):
         if os.environ.get(key):
             values[key] = _flag(key, os.environ[key])
-    if os.environ.get("PAIR_FOLD_SECONDS"):
+    # (PAIR_FOLD_SECONDS: its name while the fold added the pair tallies alone, still read)
+    fold_key = next((k for k in ("FOLD_SECONDS", "PAIR_FOLD_SECONDS") if os.environ.get(k)), None)
+    if fold_key:
         try:
-            values["PAIR_FOLD_SECONDS"] = float(os.environ["PAIR_FOLD_SECONDS"])
+            values["FOLD_SECONDS"] = float(os.environ[fold_key])
         except ValueError:
-            raise RuntimeError("PAIR_FOLD_SECONDS must be a number of seconds (0: no fold)") from None
+            raise RuntimeError(f"{fold_key} must be a number of seconds (0: no fold)") from None
     if os.environ.get("TRUSTED_PROXIES"):
         try:
             values["TRUSTED_PROXIES"] = int(os.environ["TRUSTED_PROXIES"])

@@ -1,14 +1,14 @@
-"""The fold of the pair tallies, started in the background after a submission, about once per
-interval on each host.
+"""The fold of the answer, day and pair tallies, started in the background after a submission,
+about once per interval on each host.
 
-A submission lists itself for the fold instead of adding to the pair tallies
-(survey.domain.responses.pending_pairs); readers add what is listed, so nothing waits for the fold to
+A submission lists itself for the fold instead of adding to those tallies
+(survey.domain.responses.pending); readers add what is listed, so nothing waits for the fold to
 be right, but the list must stay short for them to stay fast. A host starts about one fold every
-``PAIR_FOLD_SECONDS`` (1 s; 0 turns it off, as the tests do unless they test it): each of its W
-gunicorn workers at most every W × ``PAIR_FOLD_SECONDS``, in its background thread
+``FOLD_SECONDS`` (1 s; 0 turns it off, as the tests do unless they test it): each of its W
+gunicorn workers at most every W × ``FOLD_SECONDS``, in its background thread
 (survey.platform.background), so that no respondent waits for it: under load a fold takes the
 submissions of the last second in one transaction. (Each worker folding every second made four
-workers fold four times a second, each fold upserting the same few hundred cells of the pair
+workers fold four times a second, each fold upserting the same few hundred cells of the
 tallies for a quarter of the submissions: with the interval shared, the 4-worker ingest stored 4%
 more, 9 of 12 paired runs; benchmarks/scale_ingest.md.) A fold that finds
 the database down notes the outage like a request (survey.platform.connections) and tries again
@@ -24,7 +24,7 @@ import time
 
 from flask import Flask
 
-from survey.domain.responses.pending_pairs import fold_all
+from survey.domain.responses.pending import fold_all
 
 from . import background
 from .config import worker_processes
@@ -36,10 +36,10 @@ _next_at = 0.0
 
 
 def fold_soon(app: Flask) -> bool:
-    """Start a fold in the background unless this process started one less than ``PAIR_FOLD_SECONDS``
+    """Start a fold in the background unless this process started one less than ``FOLD_SECONDS``
     × its host's worker processes ago; whether one was started."""
     global _next_at
-    every = app.config["PAIR_FOLD_SECONDS"]
+    every = app.config["FOLD_SECONDS"]
     if not every:
         return False
     now = time.monotonic()
@@ -56,7 +56,7 @@ def fold_after_import(app: Flask) -> bool:
     """Start a fold in the background now, whatever the interval: an import lists its rows for the
     fold (thousands at once, and a closed survey gets no submission to start one later); whether one
     was started (not when the fold is off, as in most tests)."""
-    if not app.config["PAIR_FOLD_SECONDS"]:
+    if not app.config["FOLD_SECONDS"]:
         return False
     return background.run_later(app, _fold)
 

@@ -28,8 +28,8 @@ row marked with it (``submissions.import_id``) and dated ``submitted_on``, their
 running tallies, added by the very declaration the web submissions and ``flask recount`` use
 (:data:`survey.domain.responses.writes.TALLIES` over :func:`~survey.domain.responses.writes.stored`),
 so the tallies stay equal to the stored answers and every analysis reads the imported rows as it
-reads the others. As with a web submission, the pair tallies are left to the fold: the rows are
-listed for it (:mod:`survey.domain.responses.pending_pairs`), readers add the listed ones, and the
+reads the others. As with a web submission, the answer, day and pair tallies are left to the fold: the rows are
+listed for it (:mod:`survey.domain.responses.pending`), readers add the listed ones, and the
 caller starts it (in the background after an upload on the site, at once in ``flask
 import-responses``). Checking and writing cost about 0.2 ms a row, a cell value being checked
 once per column however often it repeats: the largest upload the site takes (16 MB, 70,000 rows
@@ -446,10 +446,10 @@ def import_responses(
     for tally in writes.AT_ONCE:
         session.execute(writes.upsert(dialect, tally, reported, submitted, shard))
     if writes.DEFERRED:
-        # listed for the fold, as a web submission is, rather than paired here: the pairs of 70,000
+        # listed for the fold, as a web submission is, rather than counted here: the pairs of 70,000
         # rows of a 200-question survey took over a minute of the request on SQLite
         # (benchmarks/worst_case.md); every reader adds the listed ones meanwhile, and the caller
-        # starts the fold (:func:`survey.domain.responses.pending_pairs.fold_all`)
+        # starts the fold (:func:`survey.domain.responses.pending.fold_all`)
         ids = select(Submission.id).where(Submission.import_id == upload.id)
         session.execute(writes.list_pending(dialect, ids))
     return ImportResult(len(checked.rows), digest, import_id=upload.id)

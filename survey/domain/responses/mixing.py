@@ -43,13 +43,13 @@ from survey.domain.models import (
     TALLY_SHARDS,
     Answer,
     HeldSubmission,
-    PendingPairs,
+    PendingSubmission,
     Submission,
     Survey,
     accepting_on,
     today,
 )
-from survey.domain.responses.pending_pairs import add_now
+from survey.domain.responses.pending import add_now
 from survey.domain.responses.writes import Feeds, what_it_feeds
 
 from . import writes
@@ -175,12 +175,13 @@ def _take_back_latest(
     ):
         answers[submission_id].append((q, v))
     days = {r[0]: r[1] for r in rows}
+    # Those still listed for the fold (sent by link before the survey went by invitation) have not
+    # added to the deferred tallies yet: they add now, unlisted, like a fold's, so that every one of
+    # them has added what the dated tallies give back below.
+    add_now(session, PendingSubmission.submission_id.in_(ids), kinds)
     for tally in writes.TALLIES:
         if tally.dated:  # what they added there, by the declaration itself
             _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
-    # Those still listed for the fold (sent by link before the survey went by invitation) have not
-    # added to the deferred tallies yet, and their rows go: they add now, unlisted, like a fold's.
-    add_now(session, PendingPairs.submission_id.in_(ids), kinds)
     session.execute(delete(Answer).where(Answer.submission_id.in_(ids)).execution_options(synchronize_session=False))
     session.execute(delete(Submission).where(Submission.id.in_(ids)).execution_options(synchronize_session=False))
     return [(days[i], answers[i]) for i in ids]

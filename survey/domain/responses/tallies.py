@@ -1,12 +1,14 @@
 """Counting reported values and turning the counts into estimates.
 
-Estimates read running tallies (``answer_tallies``, ``submission_tallies``) that every submission
-adds to in its own transaction (declared in :mod:`survey.domain.responses.writes`), so the counts of a
-survey cost a read of at most ``TALLY_SHARDS × cells`` rows whether it has ten respondents or ten
-million. The tallies must always equal a GROUP BY over the stored answers: :func:`recount` computes
-it (the declaration's own ``SELECT`` over the stored answers) and :func:`tally_mismatches` compares
-the two (the tests and ``flask --app survey recount`` use them). Nothing here ever loads individual
-responses into Python.
+Estimates read running tallies (``answer_tallies``, ``submission_tallies``...; declared in
+:mod:`survey.domain.responses.writes`): the submission tally is added to in each submission's own
+transaction, the others by the fold a moment later, and every read adds the submissions still
+listed for the fold in the same statement. So the counts of a survey cost a read of at most
+``TALLY_SHARDS × cells`` rows and the answers of a few hundred listed submissions, whether it has
+ten respondents or ten million. The tallies must always equal a GROUP BY over the stored answers:
+:func:`recount` computes it (the declaration's own ``SELECT`` over the stored answers) and
+:func:`tally_mismatches` compares the two (the tests and ``flask --app survey recount`` use them).
+Nothing here ever loads individual responses into Python.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +29,7 @@ from survey.domain.models import (
     DECLINED,
     AnswerTally,
     DayTally,
-    PendingPairs,
+    PendingSubmission,
     Question,
     Submission,
     SubmissionTally,
@@ -75,15 +78,14 @@ def _add(counts: Counts, question_id: int, value: int, count: int) -> None:
         counts.by_question[question_id][value] = int(count)
 
 
-def counts_statement(survey_id: int) -> CompoundSelect:
+def counts_statement(survey_id: int, feeds: Mapping[int, writes.Feeds], dialect: str = "postgresql") -> CompoundSelect:
     """The one SELECT of a survey's running tallies: ``(question id, value, count)`` per answer cell,
-    summed over shards, and a row ``(None, None, submissions)``."""
-    answers = (
-        select(AnswerTally.question_id, AnswerTally.value, func.sum(AnswerTally.count))
-        .join(Question, Question.id == AnswerTally.question_id)
-        .where(Question.survey_id == survey_id)
-        .group_by(AnswerTally.question_id, AnswerTally.value)
-    )
+    summed over shards, with the answers of the submissions not yet folded
+    (:func:`survey.domain.responses.writes.with_listed`; ``feeds``: what each of the survey's
+    questions feeds), and a row ``(None, None, submissions)``."""
+    tally = writes.TALLY["answers"]
+    of_survey = AnswerTally.question_id.in_(select(Question.id).where(Question.survey_id == survey_id))
+    answers = writes.with_listed(tally, of_survey, feeds, dialect)
     submissions = select(literal(None), literal(None), func.sum(SubmissionTally.count)).where(
         SubmissionTally.survey_id == survey_id
     )
@@ -91,11 +93,12 @@ def counts_statement(survey_id: int) -> CompoundSelect:
 
 
 def survey_counts(session: Session, survey: Survey) -> Counts:
-    """The running tallies, summed over shards, read in one statement (so the submission count and
-    the answer counts come from the same snapshot)."""
+    """The running tallies, summed over shards, with the submissions not yet folded, read in one
+    statement (so the submission count and the answer counts come from the same snapshot)."""
     counts = _empty_counts(survey)
     total = 0
-    for question_id, value, count in session.execute(counts_statement(survey.id)):
+    dialect = session.get_bind().dialect.name
+    for question_id, value, count in session.execute(counts_statement(survey.id, question_kinds(survey), dialect)):
         if question_id is None:
             total = int(count or 0)
         else:
@@ -135,15 +138,12 @@ DayCounts = dict[tuple[int, int, Any], int]
 
 def tally_cells(session: Session, survey: Survey, tally: writes.Tally) -> dict[tuple, int]:
     """``tally``'s cells of ``survey`` as stored, summed over shards, with what the submissions not
-    yet folded add to a deferred tally (:mod:`survey.domain.responses.pending_pairs`): keys → count,
+    yet folded add to a deferred tally (:mod:`survey.domain.responses.pending`): keys → count,
     as every reader sees them."""
     kept = tally.kept().where(tally.of_survey(survey.id))
     if tally.deferred:  # one statement, one snapshot: a submission is listed or folded, not both
         dialect = session.get_bind().dialect.name
-        late = tally.counted(*writes.pending(question_kinds(survey), dialect)).subquery("late")
-        both = union_all(kept, select(*late.c)).subquery("both")
-        keys = [both.c[k] for k in tally.keys]
-        kept = select(*keys, func.sum(list(both.c)[-1])).group_by(*keys)
+        kept = writes.with_listed(tally, tally.of_survey(survey.id), question_kinds(survey), dialect)
     rows = session.execute(kept)
     return {tuple(row[:-1]): int(row[-1]) for row in rows if row[-1]}
 
@@ -159,7 +159,7 @@ def pair_tally_counts(session: Session, survey: Survey) -> PairCounts:
 
 
 def day_tally_counts(session: Session, survey: Survey) -> DayCounts:
-    """The day tallies of ``survey``, summed over shards."""
+    """The day tallies of ``survey``, summed over shards, with the submissions not yet folded."""
     return tally_cells(session, survey, writes.TALLY["days"])  # type: ignore[return-value]
 
 
@@ -176,14 +176,12 @@ def questions_day_counts(session: Session, questions: list[Question]) -> dict[in
     if not questions:
         return {}
     by_id = {q.id: q for q in questions}
-    rows = session.execute(
-        select(DayTally.question_id, DayTally.day, DayTally.value, func.sum(DayTally.count))
-        .where(DayTally.question_id.in_(list(by_id)))
-        .group_by(DayTally.question_id, DayTally.day, DayTally.value)
-    ).all()
+    tally, feeds = writes.TALLY["days"], {q.id: writes.what_it_feeds(q) for q in questions}
+    cells = writes.with_listed(tally, DayTally.question_id.in_(sorted(by_id)), feeds, session.get_bind().dialect.name)
+    rows = session.execute(cells).all()
     if not rows:
         return {}
-    question_ids, days, values, counts = zip(*rows, strict=True)
+    question_ids, values, days, counts = zip(*rows, strict=True)
     if isinstance(days[0], str):  # SQLite hands back the ISO text in a GROUP BY over a bare column
         days = tuple(dt.date.fromisoformat(d) for d in days)
     question_ids, values = np.asarray(question_ids), np.asarray(values, dtype=np.int64)
@@ -281,7 +279,9 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     # comes later skips them, and the recount below counts their pairs.
     mine = select(Submission.id).where(Submission.survey_id == survey_id)
     session.execute(
-        delete(PendingPairs).where(PendingPairs.submission_id.in_(mine)).execution_options(synchronize_session=False)
+        delete(PendingSubmission)
+        .where(PendingSubmission.submission_id.in_(mine))
+        .execution_options(synchronize_session=False)
     )
     for tally in writes.TALLIES:
         session.execute(delete(tally.table).where(tally.of_survey(survey_id)))

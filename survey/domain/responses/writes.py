@@ -12,9 +12,11 @@ recount are generated from :data:`TALLIES` by giving those two relations a diffe
   submission's row, all in one statement (:func:`postgresql_submission`), so one round trip;
 - one new submission on SQLite: the same parameters as a JSON array, in one statement per table and
   one transaction (:func:`sqlite_submission`);
-- (one new submission adds to every tally but those marked ``deferred``, the pair tallies: it lists
-  itself in ``pending_pairs`` instead, and the fold adds a batch of listed submissions at a time,
-  from the stored answers, like the recount: :mod:`survey.domain.responses.pending_pairs`);
+- (one new submission adds at once only to the tallies not marked ``deferred``: the submission
+  tally, whose count tells the submission whether closing automatically is due for a check. It lists
+  itself in ``pending_submissions`` instead of adding to the answer, day and pair tallies, and the
+  fold adds a batch of listed submissions at a time, from the stored answers, like the recount:
+  :mod:`survey.domain.responses.pending`; every reader adds the listed ones, :func:`with_listed`);
 - a released batch of held submissions (:mod:`survey.domain.responses.mixing`): the batch's answers and new
   ids as parameters, like one submission's, in one statement on PostgreSQL (:func:`batch_statements`);
 - the recount (``flask recount``, :func:`survey.domain.responses.tallies.tally_mismatches`): the stored
@@ -79,7 +81,7 @@ from survey.domain.models import (
     DayTally,
     HeldSubmission,
     PairTally,
-    PendingPairs,
+    PendingSubmission,
     Question,
     RespondentCode,
     Submission,
@@ -145,7 +147,7 @@ class Tally:
     #: number's report code, which then names its shard (:func:`_shard_of`).
     coded: tuple[tuple[int, int], ...] = ()
     #: One new submission's writers leave this tally to the fold: they list the submission in
-    #: ``pending_pairs`` instead (:mod:`survey.domain.responses.pending_pairs`), and its readers add
+    #: ``pending_submissions`` instead (:mod:`survey.domain.responses.pending`), and its readers add
     #: what the listed submissions would add (:func:`pending`).
     deferred: bool = False
 
@@ -314,7 +316,9 @@ def _submissions(reported: FromClause, submitted: FromClause) -> Select:
 #: Every running tally a submission adds to. A new tally is one more entry here: the writers of both
 #: databases, a released batch and the recount all follow.
 TALLIES: tuple[Tally, ...] = (
-    Tally("answers", "answers", AnswerTally.__table__, ("question_id", "value"), _answers, coded=((0, 1),)),
+    Tally(
+        "answers", "answers", AnswerTally.__table__, ("question_id", "value"), _answers, coded=((0, 1),), deferred=True
+    ),
     Tally(
         "pairs",
         "pairs of answers",
@@ -324,7 +328,15 @@ TALLIES: tuple[Tally, ...] = (
         coded=((0, 1), (2, 3)),
         deferred=True,
     ),
-    Tally("days", "answers per day", DayTally.__table__, ("question_id", "value", "day"), _days, coded=((0, 1),)),
+    Tally(
+        "days",
+        "answers per day",
+        DayTally.__table__,
+        ("question_id", "value", "day"),
+        _days,
+        coded=((0, 1),),
+        deferred=True,
+    ),
     Tally("submissions", "submissions", SubmissionTally.__table__, ("survey_id",), _submissions, "survey_id"),
 )
 TALLY = {t.name: t for t in TALLIES}
@@ -394,13 +406,13 @@ def stored(
 
 
 def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[FromClause, FromClause]:
-    """``reported`` and ``submitted`` of the submissions listed in ``pending_pairs`` (not yet in the
+    """``reported`` and ``submitted`` of the submissions listed in ``pending_submissions`` (not yet in the
     deferred tallies), their answers to the questions of ``feeds`` alone: what a reader of a
     deferred tally adds to the stored cells. A few hundred submissions at most while the fold keeps
     up; driven from the list (each listed submission's answers looked up by its id, a ``LATERAL``
     join, whatever the planner guesses of the list's size), so it costs the same at ten submissions
     or ten million."""
-    listed = select(PendingPairs.submission_id).subquery("listed")
+    listed = select(PendingSubmission.submission_id).subquery("listed")
     each = _answers_fed(feeds).where(Answer.question_id.in_(sorted(feeds)))
     if dialect == "postgresql":
         # kept a lookup per submission (see postgresql_fold); SQLite has no LATERAL, and its planner
@@ -411,10 +423,33 @@ def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[Fr
         reported = each.join(listed, listed.c.submission_id == Answer.submission_id).subquery("reported")
     submitted = (
         select(Submission.id.label("submission_id"), Submission.survey_id)
-        .join(PendingPairs, PendingPairs.submission_id == Submission.id)
+        .join(PendingSubmission, PendingSubmission.submission_id == Submission.id)
         .subquery("submitted")
     )
     return reported, submitted
+
+
+def with_listed(
+    tally: Tally, where: ColumnElement[bool], feeds: Mapping[int, Feeds], dialect: str = "postgresql"
+) -> Select:
+    """``SELECT <keys>, n``: ``tally``'s stored cells that ``where`` selects, summed over shards, plus
+    what the submissions listed for the fold add to it through their answers to the questions of
+    ``feeds``, in one statement, so from one snapshot: a submission is in exactly one of the two. Every
+    reader of a deferred tally reads it this way (``where`` and ``feeds`` naming the same questions)."""
+    keys = [tally.table.c[k] for k in tally.keys]
+    kept = select(*keys, tally.table.c["count"].label("n")).where(where)
+    late = tally.counted(*pending(feeds, dialect)).subquery("late")
+    cells = union_all(kept, select(*late.c)).subquery("cells")
+    keys = [cells.c[k] for k in tally.keys]
+    return select(*keys, cast(func.sum(cells.c.n), BigInteger).label("n")).group_by(*keys)
+
+
+def answer_cells(questions: Iterable[Any], dialect: str = "postgresql") -> Select:
+    """``SELECT question_id, value, n``: the answer tallies of ``questions`` (each a
+    :class:`~survey.domain.models.Question`) with the submissions not yet folded (:func:`with_listed`)."""
+    feeds = {q.id: what_it_feeds(q) for q in questions}
+    tally = TALLY["answers"]
+    return with_listed(tally, tally.table.c.question_id.in_(sorted(feeds)), feeds, dialect)
 
 
 def pair_cells(low: Any, high: Any, dialect: str = "postgresql") -> Select:
@@ -624,7 +659,7 @@ def postgresql_submission_statement(with_receipt: bool) -> Select:
 
 @functools.cache
 def postgresql_fold() -> Compiled:
-    """The fold on PostgreSQL (:mod:`survey.domain.responses.pending_pairs`), one statement compiled
+    """The fold on PostgreSQL (:mod:`survey.domain.responses.pending`), one statement compiled
     once: unlist up to ``batch`` listed submissions (the lowest ids that no other fold holds: ``FOR
     UPDATE SKIP LOCKED``), add their stored answers' pairs to every :data:`DEFERRED` tally in shard
     ``shard``, and return how many it took. What each answer feeds is read from its question's kind
@@ -635,15 +670,15 @@ def postgresql_fold() -> Compiled:
     fold of hundreds of submissions built with them cost its worker more CPU in Python (SQLAlchemy's
     expanding IN, psycopg's parsing of thousands of placeholders) than the pairs it saved."""
     chosen = (
-        select(PendingPairs.submission_id)
-        .order_by(PendingPairs.submission_id)
+        select(PendingSubmission.submission_id)
+        .order_by(PendingSubmission.submission_id)
         .limit(bindparam("batch", type_=Integer))
         .with_for_update(skip_locked=True)
     )
     taken = (
-        delete(PendingPairs)
-        .where(PendingPairs.submission_id.in_(chosen))
-        .returning(PendingPairs.submission_id)
+        delete(PendingSubmission)
+        .where(PendingSubmission.submission_id.in_(chosen))
+        .returning(PendingSubmission.submission_id)
         .cte("taken")
     )
     each = (
@@ -780,7 +815,7 @@ def list_pending(dialect: str, ids: Select) -> Any:
     id listed already is listed (SQLite may give a deleted submission's id to a new one)."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     return (
-        insert(PendingPairs)
+        insert(PendingSubmission)
         .from_select(["submission_id"], ids.where(true()))
         .on_conflict_do_nothing(index_elements=["submission_id"])
     )

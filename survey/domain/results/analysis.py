@@ -24,9 +24,9 @@ from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import DECLINED, Answer, AnswerTally, Question, Survey
+from survey.domain.models import DECLINED, Answer, Question, Survey
 from survey.domain.responses.tallies import question_day_counts, question_mechanism
-from survey.domain.responses.writes import pair_cells
+from survey.domain.responses.writes import answer_cells, pair_cells
 from survey.domain.results.coding import parse_category
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.results.plans import merge_joins
@@ -77,12 +77,8 @@ def pair_counts(session: Session, first: Question, second: Question) -> dict[tup
         value, other = (value_low, value_high) if low is first else (value_high, value_low)
         pairs[(value, other)] = int(count)
         answered[value] += int(count)
-    totals = session.execute(
-        select(AnswerTally.value, func.sum(AnswerTally.count))
-        .where(AnswerTally.question_id == first.id)
-        .group_by(AnswerTally.value)
-    )
-    for value, count in totals:
+    totals = session.execute(answer_cells([first], session.get_bind().dialect.name))
+    for _, value, count in totals:
         skipped = int(count) - answered[value]
         if skipped:
             pairs[(value, None)] = skipped

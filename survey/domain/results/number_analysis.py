@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import BigInteger, and_, cast, func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
-from survey.domain.models import DECLINED, Answer, AnswerTally, Question, Survey
-from survey.domain.responses.writes import pair_cells
+from survey.domain.models import DECLINED, Answer, Question, Survey
+from survey.domain.responses.writes import answer_cells, pair_cells
 from survey.domain.results.analysis import (
     LEVEL,
     MAX_REGRESSION_CELLS,
@@ -217,10 +217,9 @@ def _codes_by_group(session: Session, question: Question, other: Question) -> tu
     low, high = sorted((question, other), key=lambda q: q.id)
     connection = session.connection()
     pairs = connection.execute(pair_cells(low, high, connection.dialect.name)).all()
+    cells = answer_cells([question], connection.dialect.name).subquery("cells")
     totals = connection.execute(
-        select(AnswerTally.value, cast(func.sum(AnswerTally.count), BigInteger))
-        .where(AnswerTally.question_id == question.id, *([AnswerTally.value != DECLINED] if question.decline else []))
-        .group_by(AnswerTally.value)
+        select(cells.c.value, cells.c.n).where(*([cells.c.value != DECLINED] if question.decline else []))
     ).all()
     pair = _as_array(pairs, 3)
     if low is not question:

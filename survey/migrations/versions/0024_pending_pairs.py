@@ -8,7 +8,7 @@ From this revision a submission made on the survey page or through the API notes
 them later, hundreds at a time, and deletes the rows (survey.domain.responses.pending_pairs). Every
 reader adds the pairs of the listed submissions, so what the tallies mean does not change. The
 upgrade starts with an empty list (every pair stored so far is counted); the downgrade folds what
-is listed into the tallies first (the app's own fold), then drops the table.
+is listed into the pair tallies first, then drops the table.
 """
 
 import sqlalchemy as sa
@@ -29,10 +29,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from survey.domain.responses.pending_pairs import fold_all
+    # the pairs alone: at this revision a listed submission is in the answer and day tallies already
+    # (revision 0025 made the list hold those too, and its downgrade empties it)
+    from survey.domain.responses import writes
+    from survey.domain.responses.pending import add_submissions
 
     bind = op.get_bind()
     with sa.orm.Session(bind=bind) as session:
-        fold_all(session, commit=False)
+        taken = session.connection().execute(sa.text("DELETE FROM pending_pairs RETURNING submission_id"))
+        add_submissions(session, [row[0] for row in taken], tallies=(writes.TALLY["pairs"],))
         session.flush()
     op.drop_table("pending_pairs")

@@ -1,6 +1,6 @@
 """The pair tallies' fold: a submission lists itself, a fold adds the listed ones later, and every
 reader counts each submission exactly once whatever the fold has done, concurrent folds and
-submissions included (survey.domain.responses.pending_pairs)."""
+submissions included (survey.domain.responses.pending)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,17 @@ import pytest
 from alembic import command
 from sqlalchemy import func, select, text
 
-from survey.domain.models import PendingPairs, SubmissionTally, Survey
+from survey.domain.models import DayTally, PendingSubmission, SubmissionTally, Survey
 from survey.domain.responses import writes
-from survey.domain.responses.pending_pairs import fold, fold_all, listed
-from survey.domain.responses.tallies import pair_tally_counts, rebuild_tallies, recount_pairs, tally_mismatches
+from survey.domain.responses.pending import fold, fold_all, listed
+from survey.domain.responses.tallies import (
+    pair_tally_counts,
+    rebuild_tallies,
+    recount_pairs,
+    recounted_cells,
+    survey_counts,
+    tally_mismatches,
+)
 from survey.domain.results.analysis import pair_counts
 from survey.platform import background, folding
 from survey.platform.extensions import db
@@ -92,7 +99,7 @@ def test_a_listed_submission_whose_row_is_gone_adds_nothing_and_is_dropped(app, 
     with app.app_context():
         survey = the_survey()
         before = pair_tally_counts(db.session, survey)
-        db.session.add(PendingPairs(submission_id=10_000))  # no such submission
+        db.session.add(PendingSubmission(submission_id=10_000))  # no such submission
         db.session.commit()
         assert pair_tally_counts(db.session, survey) == before
         assert fold_all(db.session) == 4 and listed(db.session) == 0
@@ -101,7 +108,7 @@ def test_a_listed_submission_whose_row_is_gone_adds_nothing_and_is_dropped(app, 
 
 def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, client, small_survey, monkeypatch):
     monkeypatch.setattr(folding, "_next_at", 0.0)
-    app.config["PAIR_FOLD_SECONDS"] = 3600.0  # one fold now, none again during the test
+    app.config["FOLD_SECONDS"] = 3600.0  # one fold now, none again during the test
     rng = np.random.default_rng(44)
     started = []
     monkeypatch.setattr(background, "run_later", lambda *a, real=background.run_later: started.append(a) or real(*a))
@@ -114,18 +121,18 @@ def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, 
         assert listed(db.session) < 5
         survey = the_survey()
         assert tally_mismatches(db.session, survey) == []
-    app.config["PAIR_FOLD_SECONDS"] = 0  # off: nothing started
+    app.config["FOLD_SECONDS"] = 0  # off: nothing started
     assert folding.fold_soon(app) is False
 
 
 def test_a_host_of_four_workers_starts_a_fold_about_once_an_interval_not_four(app, monkeypatch):
-    """Each of gunicorn's W workers folds at most every W × PAIR_FOLD_SECONDS: four workers folding
+    """Each of gunicorn's W workers folds at most every W × FOLD_SECONDS: four workers folding
     every second each upserted the same cells four times a second."""
     clock = [1000.0]
     # folding's own clock only: the time module itself stays as it is for every other thread
     monkeypatch.setattr(folding, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     monkeypatch.setattr(background, "run_later", lambda *a: True)
-    app.config["PAIR_FOLD_SECONDS"] = 1.0
+    app.config["FOLD_SECONDS"] = 1.0
 
     def folds_started(processes: str) -> list[int]:
         """Over 10 s of submissions, one every 0.125 s (a step with no rounding): at which of them a fold
@@ -178,7 +185,7 @@ def test_a_fold_that_a_working_database_refuses_is_not_taken_for_an_outage(monke
 
     monkeypatch.setattr(outage, "since", None)
     for error in (psycopg.errors.DeadlockDetected("deadlock detected"), psycopg.errors.QueryCanceled("canceled")):
-        wrapped = exc.OperationalError("DELETE FROM pending_pairs ...", {}, error)
+        wrapped = exc.OperationalError("DELETE FROM pending_submissions ...", {}, error)
         monkeypatch.setattr(folding, "fold_all", lambda session, wrapped=wrapped: (_ for _ in ()).throw(wrapped))
         with pytest.raises(exc.OperationalError):
             folding._fold()
@@ -189,16 +196,21 @@ def test_a_fold_that_a_working_database_refuses_is_not_taken_for_an_outage(monke
 def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at_every_moment(app, small_survey):
     """Four clients submit through a threaded server that starts a fold every 10 ms, two threads fold
     as fast as they can, and a reader checks in one statement (one snapshot) that the pairs counted
-    for two questions every submission answers equal the submissions counted: a submission both
-    listed and folded, or neither, would show as a difference."""
-    app.config["PAIR_FOLD_SECONDS"] = 0.01
+    for two questions every submission answers, and the answers and the answers by day counted for
+    one of them (randomized), each equal the submissions counted: a submission both listed and
+    folded, or neither, would show as a difference."""
+    app.config["FOLD_SECONDS"] = 0.01
     with app.app_context():
         survey = the_survey()
         drugs, often = questions(survey)["drugs"], questions(survey)["often"]
         low, high = sorted((drugs, often), key=lambda q: q.id)
-        cells = writes.pair_cells(low, high, db.engine.dialect.name).subquery()
+        dialect = db.engine.dialect.name
+        pairs = writes.pair_cells(low, high, dialect).subquery()
+        given = writes.answer_cells([drugs], dialect).subquery()
+        feeds = {drugs.id: writes.what_it_feeds(drugs)}
+        by_day = writes.with_listed(writes.TALLY["days"], DayTally.question_id == drugs.id, feeds, dialect).subquery()
         snapshot = select(
-            select(func.coalesce(func.sum(cells.c[2]), 0)).scalar_subquery(),
+            *(select(func.coalesce(func.sum(list(c.c)[-1]), 0)).scalar_subquery() for c in (pairs, given, by_day)),
             select(func.coalesce(func.sum(SubmissionTally.count), 0))
             .where(SubmissionTally.survey_id == survey.id)
             .scalar_subquery(),
@@ -234,8 +246,8 @@ def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at
     def reader() -> None:
         with app.app_context():
             while not done.is_set():
-                pairs, submissions = db.session.execute(snapshot).one()
-                seen.append((int(pairs), int(submissions)))
+                *counted, submissions = db.session.execute(snapshot).one()
+                seen.append((*(int(c) for c in counted), int(submissions)))
                 db.session.rollback()
 
     with serve(app) as port:
@@ -251,9 +263,8 @@ def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at
     assert background.settle(60)
     assert not failures, failures
     assert results == {201: 240}
-    assert len(seen) > 10 and all(pairs == submissions for pairs, submissions in seen), [
-        s for s in seen if s[0] != s[1]
-    ][:5]
+    assert len(seen) > 10 and all(len(set(s)) == 1 for s in seen), [s for s in seen if len(set(s)) > 1][:5]
+    assert seen[-1][-1] > 0
     with app.app_context():
         survey = the_survey()
         assert tally_mismatches(db.session, survey) == []
@@ -267,20 +278,47 @@ def test_a_downgrade_past_0024_folds_what_is_listed_first(app, client, small_sur
     rng = np.random.default_rng(45)
     for _ in range(9):
         assert client.post(API, json={"answers": answers(rng)}).status_code == 201
-    pairs = writes.TALLY["pairs"]
     with app.app_context():
         survey = the_survey()
-        expected = recount_pairs(db.session, survey)
+        expected = {t.name: recounted_cells(db.session, survey, t) for t in writes.DEFERRED}
         db.session.remove()
         command.downgrade(alembic_config(), "0023")
         try:
-            # what 0023 has: the pair tallies alone, read without the list
-            kept = db.session.execute(pairs.kept().where(pairs.of_survey(survey.id))).all()
-            assert {tuple(row[:-1]): int(row[-1]) for row in kept} == expected
+            # what 0023 has: the tallies alone, read without the list (0025's downgrade added the
+            # answers and days it owed, 0024's the pairs)
+            for tally in writes.DEFERRED:
+                kept = db.session.execute(tally.kept().where(tally.of_survey(survey.id))).all()
+                assert {tuple(row[:-1]): int(row[-1]) for row in kept} == expected[tally.name], tally.name
             db.session.remove()
         finally:
             command.upgrade(alembic_config(), "head")
         assert listed(db.session) == 0 and tally_mismatches(db.session, survey) == []
+
+
+def test_the_upgrade_to_0025_adds_only_the_pairs_of_what_the_older_code_listed(app, client, small_survey):
+    """At 0024 a listed submission is in the answer and day tallies already and owes its pairs
+    alone: the upgrade must add those and nothing twice (the new fold would add its answers again)."""
+    rng = np.random.default_rng(46)
+    for _ in range(7):
+        assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+    with app.app_context():
+        survey = the_survey()
+        db.session.remove()
+        command.downgrade(alembic_config(), "0024")
+        try:
+            # what the older code leaves: every submission counted but for its pairs, and listed
+            with db.engine.begin() as connection:
+                connection.execute(text("DELETE FROM pair_tallies"))
+                connection.execute(
+                    text("INSERT INTO pending_pairs SELECT id FROM submissions WHERE survey_id = :s"), {"s": survey.id}
+                )
+                assert connection.execute(text("SELECT count(*) FROM pending_pairs")).scalar() == 7
+        finally:
+            command.upgrade(alembic_config(), "head")
+        survey = the_survey()
+        assert listed(db.session) == 0
+        assert tally_mismatches(db.session, survey) == []
+        assert sum(survey_counts(db.session, survey).by_question[survey.questions[0].id]) == 7
 
 
 @pytest.mark.parametrize("app", ["postgresql"], indirect=True)
