@@ -276,7 +276,7 @@ def rebuild_tallies(session: Session, survey: Survey) -> None:
     begin_writing(session)
     # Unlisted first, before any tally is touched: a fold holding some of these rows is waited for
     # (it needs nothing the rebuild holds by then, so the two cannot wait in a circle), a fold that
-    # comes later skips them, and the recount below counts their pairs.
+    # comes later skips them, and the recount below counts them.
     mine = select(Submission.id).where(Submission.survey_id == survey_id)
     session.execute(
         delete(PendingSubmission)
