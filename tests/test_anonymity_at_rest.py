@@ -22,6 +22,7 @@ from survey.domain.models import Answer, HeldSubmission, Question, Submission, S
 from survey.domain.responses import mixing, submissions
 from survey.domain.responses.codes import generate_codes
 from survey.domain.responses.mixing import BATCH, held_count, release_if_closed
+from survey.domain.responses.pending import listed
 from survey.domain.responses.tallies import survey_counts, tally_mismatches
 from survey.domain.surveys.lifecycle import close
 from survey.domain.surveys.specs import create_survey_from_spec
@@ -199,6 +200,40 @@ def test_the_last_few_are_mixed_with_the_batch_before_when_the_survey_closes(app
         assert survey_counts(db.session, survey).submissions == BATCH + 3
         assert tally_mismatches(db.session, survey) == []
     assert sorted(truth(app).values()) == list(range(BATCH + 3))
+
+
+def test_submissions_by_link_not_yet_folded_are_taken_back_with_what_they_owe(app, client, seeded, monkeypatch):
+    """A survey answered by link, then by invitation, closes with a few held: the release takes back
+    the latest by-link submissions, still listed for the fold, to re-date them with the held ones.
+    They add what they owe to the tallies first, so the dated tallies can give back their days, and
+    every tally still equals its recount."""
+    days = iter([dt.date(2026, 11, 24)] * 5 + [dt.date(2026, 11, 25)] * 3)
+    monkeypatch.setattr(submissions, "today", lambda: next(days))
+    with app.app_context():
+        survey = create_survey_from_spec(db.session, {**SPEC, "access": "link"})
+        db.session.commit()
+    for i in range(5):
+        body = {"answers": {"drugs": i % 2, "often": i % 3, "who": i}}
+        assert client.post("/api/surveys/coded/responses", json=body).status_code == 201
+    sid = survey_id(app)
+    with app.app_context():
+        survey = db.session.get(Survey, sid)
+        assert listed(db.session) == 5
+        survey.access = "invitation"
+        codes = generate_codes(db.session, survey, 3)
+        db.session.commit()
+    answer_all(client, codes)
+    with app.app_context():
+        survey = db.session.get(Survey, sid)
+        assert held_count(db.session, sid) == 3 and listed(db.session) == 5
+        close(survey)
+        db.session.commit()
+        assert release_if_closed(db.session, survey) == 3
+        assert listed(db.session) == 0  # every one taken back (5 < the batch's 7) added what it owed
+        dates = db.session.execute(select(Submission.submitted_on, func.count()).group_by(Submission.submitted_on))
+        assert dict(dates.all()) == {dt.date(2026, 11, 25): 8}
+        assert survey_counts(db.session, survey).submissions == 8
+        assert tally_mismatches(db.session, survey) == []
 
 
 def test_held_rows_keep_nothing_but_the_survey_a_day_and_the_values(app):

@@ -744,9 +744,11 @@ TALLY_SHARDS = 16
 class AnswerTally(Base):
     """How many times a question's reported value was stored: a running count for the estimates.
 
-    Kept in the very transaction that stores the answers (see :mod:`survey.domain.responses.submissions`), so it is
-    exactly the GROUP BY count of the answers at every commit; :mod:`survey.domain.responses.tallies` can recount and
-    compare. Like an answer, a row holds no trace of who reported what or when.
+    Added to by the fold a moment after the answers are stored (:mod:`survey.domain.responses.pending`),
+    and read with the answers of the submissions still listed for it, in one statement: so what a
+    reader sees is exactly the GROUP BY count of the answers at every commit;
+    :mod:`survey.domain.responses.tallies` can recount and compare. Like an answer, a row holds no
+    trace of who reported what or when.
     """
 
     __tablename__ = "answer_tallies"
@@ -772,7 +774,7 @@ class PairTally(Base):
     randomized: the counts a comparison by a question asked directly, or of two randomized questions,
     reads (:mod:`survey.domain.results.analysis`), so it costs the same for ten respondents or ten million.
 
-    Kept like :class:`AnswerTally`, in the submission's own transaction; ``question_id`` is the lower
+    Kept like :class:`AnswerTally`, by the fold; ``question_id`` is the lower
     question id of the pair. A number asked directly is not paired (a comparison by it is refused); a
     randomized number is paired with the questions asked directly only (its mean by group).
     """

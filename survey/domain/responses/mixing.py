@@ -35,7 +35,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, exists, func, insert, select
 from sqlalchemy.orm import Session
 
 from survey.domain.base import begin_writing
@@ -177,8 +177,11 @@ def _take_back_latest(
     days = {r[0]: r[1] for r in rows}
     # Those still listed for the fold (sent by link before the survey went by invitation) have not
     # added to the deferred tallies yet: they add now, unlisted, like a fold's, so that every one of
-    # them has added what the dated tallies give back below.
-    add_now(session, PendingSubmission.submission_id.in_(ids), kinds)
+    # them has added what the dated tallies give back below. All of the survey's listed ones, not only
+    # those taken back: then no fold adds to the survey's cells while this transaction takes from them.
+    # (driven from the short list: each listed id looked up, not the survey's submissions scanned)
+    mine = exists().where(Submission.id == PendingSubmission.submission_id, Submission.survey_id == survey_id)
+    add_now(session, mine, kinds)
     for tally in writes.TALLIES:
         if tally.dated:  # what they added there, by the declaration itself
             _uncount(session, tally, session.execute(tally.counted(*writes.stored(kinds, submission_ids=ids))).all())
@@ -200,10 +203,11 @@ def _uncount(session: Session, tally: writes.Tally, cells: Sequence[Any]) -> Non
             take = min(count, have)
             count -= take
             where = (*cell, table.c.shard == shard)
+            # subtracted where it stands, then dropped if nothing is left: a writer that added to the
+            # row since it was read (a fold, an import) keeps what it added
+            session.execute(table.update().where(*where).values(count=table.c["count"] - take))
             if take == have:
-                session.execute(delete(table).where(*where))
-            else:
-                session.execute(table.update().where(*where).values(count=table.c["count"] - take))
+                session.execute(delete(table).where(*where, table.c["count"] <= 0))
         if count > 0:  # pragma: no cover - the tallies disagree with the answers: recount --fix repairs them
             raise RuntimeError(f"{tally.label} miss {count} at {tuple(key)}")
 
