@@ -144,6 +144,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/number_scale.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/number_scale.md
 	$(BIN)/python benchmarks/number_tally_shards.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/number_tally_shards.md
 	$(BIN)/python benchmarks/scale_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale_ingest.md
+	$(BIN)/python benchmarks/fold_readers.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/fold_readers.md
 	$(BIN)/python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md
 
 clean:

@@ -413,14 +413,20 @@ def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[Fr
     join, whatever the planner guesses of the list's size), so it costs the same at ten submissions
     or ten million."""
     listed = select(PendingSubmission.submission_id).subquery("listed")
-    each = _answers_fed(feeds).where(Answer.question_id.in_(sorted(feeds)))
     if dialect == "postgresql":
-        # kept a lookup per submission (see postgresql_fold); SQLite has no LATERAL, and its planner
-        # drives a join from the smaller side by itself
+        # kept a lookup per submission (see postgresql_fold)
+        each = _answers_fed(feeds).where(Answer.question_id.in_(sorted(feeds)))
         found = each.where(Answer.submission_id == listed.c.submission_id).offset(0).lateral("each")
         reported = select(*found.c).select_from(listed).join(found, true()).subquery("reported")
     else:
-        reported = each.join(listed, listed.c.submission_id == Answer.submission_id).subquery("reported")
+        # SQLite has no LATERAL, and given an index on the question it read every answer of the
+        # survey's questions and looked each up in the list (a read of the counts grew with the
+        # survey: 21 ms at 20,000 submissions with nothing listed, benchmarks/fold_readers.md).
+        # ``question_id + 0`` is no column an index can serve, so the list drives the lookup.
+        each = _answers_fed(feeds).where(
+            (Answer.question_id + 0).in_(sorted(feeds)), Answer.submission_id.in_(select(listed.c.submission_id))
+        )
+        reported = each.subquery("reported")
     submitted = (
         select(Submission.id.label("submission_id"), Submission.survey_id)
         .join(PendingSubmission, PendingSubmission.submission_id == Submission.id)
