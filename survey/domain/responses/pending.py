@@ -3,9 +3,9 @@ batch at a time.
 
 Why deferred: one submission of ten questions adds to 45 cells of the pair tallies, and those 45
 upserts were about 40% of the CPU PostgreSQL spent on a submission (0.35 of 0.85 ms; benchmarks/
-scale.md, "Ingest"); its ten answer cells and ten day cells, upserted one by one, were most of what
-was left beyond storing the answers (0.534 against 0.641 ms of the machine's CPU a submission without
-them; benchmarks/scale_ingest.md). So a new submission adds at once only to the submission tally
+scale.md, "Ingest"); left to the fold as well, its ten answer cells and ten day cells made the
+ingest of four workers 16% faster (paired runs against the code before; benchmarks/scale_ingest.md,
+"Reading"). So a new submission adds at once only to the submission tally
 (whose count tells it whether closing automatically is due for a check), lists its id in
 ``pending_submissions`` (:class:`~survey.domain.models.PendingSubmission`) in its own statement, and
 the fold takes up to :data:`BATCH` listed submissions, adds their answers, days and pairs (grouped:
