@@ -15,7 +15,7 @@ import pytest
 from alembic import command
 from sqlalchemy import func, select, text
 
-from survey.domain.models import DayTally, PendingSubmission, SubmissionTally, Survey
+from survey.domain.models import PendingSubmission, SubmissionTally, Survey
 from survey.domain.responses import writes
 from survey.domain.responses.pending import fold, fold_all, listed
 from survey.domain.responses.tallies import (
@@ -208,9 +208,8 @@ def test_concurrent_folds_and_submissions_count_every_submission_exactly_once_at
         low, high = sorted((drugs, often), key=lambda q: q.id)
         dialect = db.engine.dialect.name
         pairs = writes.pair_cells(low, high, dialect).subquery()
-        given = writes.answer_cells([drugs], dialect).subquery()
-        feeds = {drugs.id: writes.what_it_feeds(drugs)}
-        by_day = writes.with_listed(writes.TALLY["days"], DayTally.question_id == drugs.id, feeds, dialect).subquery()
+        given = writes.question_cells(writes.TALLY["answers"], [drugs], dialect).subquery()
+        by_day = writes.question_cells(writes.TALLY["days"], [drugs], dialect).subquery()
         snapshot = select(
             *(select(func.coalesce(func.sum(list(c.c)[-1]), 0)).scalar_subquery() for c in (pairs, given, by_day)),
             select(func.coalesce(func.sum(SubmissionTally.count), 0))

@@ -28,7 +28,6 @@ from survey.domain.base import begin_writing
 from survey.domain.models import (
     DECLINED,
     AnswerTally,
-    DayTally,
     PendingSubmission,
     Question,
     Submission,
@@ -176,8 +175,7 @@ def questions_day_counts(session: Session, questions: list[Question]) -> dict[in
     if not questions:
         return {}
     by_id = {q.id: q for q in questions}
-    tally, feeds = writes.TALLY["days"], {q.id: writes.what_it_feeds(q) for q in questions}
-    cells = writes.with_listed(tally, DayTally.question_id.in_(sorted(by_id)), feeds, session.get_bind().dialect.name)
+    cells = writes.question_cells(writes.TALLY["days"], questions, session.get_bind().dialect.name)
     rows = session.execute(cells).all()
     if not rows:
         return {}

@@ -450,29 +450,24 @@ def with_listed(
     return select(*keys, cast(func.sum(cells.c.n), BigInteger).label("n")).group_by(*keys)
 
 
-def answer_cells(questions: Iterable[Any], dialect: str = "postgresql") -> Select:
-    """``SELECT question_id, value, n``: the answer tallies of ``questions`` (each a
-    :class:`~survey.domain.models.Question`) with the submissions not yet folded (:func:`with_listed`)."""
+def question_cells(tally: Tally, questions: Iterable[Any], dialect: str = "postgresql") -> Select:
+    """``SELECT <keys>, n``: ``tally``'s cells of ``questions`` (each a
+    :class:`~survey.domain.models.Question`; the answer or day tallies, keyed by question first) with
+    the submissions not yet folded (:func:`with_listed`)."""
     feeds = {q.id: what_it_feeds(q) for q in questions}
-    tally = TALLY["answers"]
     return with_listed(tally, tally.table.c.question_id.in_(sorted(feeds)), feeds, dialect)
 
 
 def pair_cells(low: Any, high: Any, dialect: str = "postgresql") -> Select:
-    """``SELECT value, other_value, count``: how many submissions reported each pair of values to the
+    """``SELECT value, other_value, n``: how many submissions reported each pair of values to the
     questions ``low`` and ``high`` (``low.id < high.id``; each a :class:`~survey.domain.models.Question`),
     from the pair tallies summed over shards, plus the pairs of the submissions not yet folded into
-    them, in one statement (so from one snapshot: a submission is in exactly one of the two)."""
+    them (:func:`with_listed`)."""
     table = PairTally.__table__
-    kept = select(table.c.value, table.c.other_value, table.c["count"].label("n")).where(
-        table.c.question_id == low.id, table.c.other_id == high.id
-    )
     feeds = {low.id: what_it_feeds(low), high.id: what_it_feeds(high)}
-    late = TALLY["pairs"].counted(*pending(feeds, dialect)).subquery("late")
-    cells = union_all(kept, select(late.c.value, late.c.other_value, late.c.n)).subquery("cells")
-    return select(cells.c.value, cells.c.other_value, cast(func.sum(cells.c.n), BigInteger)).group_by(
-        cells.c.value, cells.c.other_value
-    )
+    where = and_(table.c.question_id == low.id, table.c.other_id == high.id)
+    cells = with_listed(TALLY["pairs"], where, feeds, dialect).subquery("pairs")
+    return select(cells.c.value, cells.c.other_value, cells.c.n)
 
 
 def _check_at() -> ColumnElement[Any]:

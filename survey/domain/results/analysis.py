@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, aliased
 from survey.domain.errors import DomainError
 from survey.domain.models import DECLINED, Answer, Question, Survey
 from survey.domain.responses.tallies import question_day_counts, question_mechanism
-from survey.domain.responses.writes import answer_cells, pair_cells
+from survey.domain.responses.writes import TALLY, pair_cells, question_cells
 from survey.domain.results.coding import parse_category
 from survey.domain.results.csvfile import CsvTable
 from survey.domain.results.plans import merge_joins
@@ -77,7 +77,7 @@ def pair_counts(session: Session, first: Question, second: Question) -> dict[tup
         value, other = (value_low, value_high) if low is first else (value_high, value_low)
         pairs[(value, other)] = int(count)
         answered[value] += int(count)
-    totals = session.execute(answer_cells([first], session.get_bind().dialect.name))
+    totals = session.execute(question_cells(TALLY["answers"], [first], session.get_bind().dialect.name))
     for _, value, count in totals:
         skipped = int(count) - answered[value]
         if skipped:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session, aliased
 
 from survey.domain.errors import DomainError
 from survey.domain.models import DECLINED, Answer, Question, Survey
-from survey.domain.responses.writes import answer_cells, pair_cells
+from survey.domain.responses.writes import TALLY, pair_cells, question_cells
 from survey.domain.results.analysis import (
     LEVEL,
     MAX_REGRESSION_CELLS,
@@ -217,7 +217,7 @@ def _codes_by_group(session: Session, question: Question, other: Question) -> tu
     low, high = sorted((question, other), key=lambda q: q.id)
     connection = session.connection()
     pairs = connection.execute(pair_cells(low, high, connection.dialect.name)).all()
-    cells = answer_cells([question], connection.dialect.name).subquery("cells")
+    cells = question_cells(TALLY["answers"], [question], connection.dialect.name).subquery("cells")
     totals = connection.execute(
         select(cells.c.value, cells.c.n).where(*([cells.c.value != DECLINED] if question.decline else []))
     ).all()
