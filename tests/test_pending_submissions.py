@@ -348,3 +348,61 @@ def test_on_sqlite_the_list_drives_the_lookup_of_the_listed_answers(app, client,
         assert not [step for step in plan if step.startswith("SCAN answers")], plan
         assert [step for step in plan if step.startswith("SEARCH answers") and "(submission_id=?)" in step], plan
         assert sum(survey_counts(db.session, survey).by_question[questions(survey)["drugs"].id]) == 3
+
+
+def _plan_nodes(plan: dict):
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def _reads_of_the_list(nodes: list[dict]) -> list[dict]:
+    return [
+        n for n in nodes if n.get("Relation Name") == "pending_submissions" or n.get("Function Name") == "listed_ids"
+    ]
+
+
+@pytest.mark.parametrize("app", ["postgresql"], indirect=True)
+def test_statistics_that_say_the_list_is_empty_leave_its_readers_and_the_fold_linear(app, client, small_survey):
+    """The list is nearly empty at every moment, so an analyze (autovacuum's, once a minute on a
+    default server) may record it empty; the planner then put it inside nested loops: a read of a
+    pair with 1,000 listed took 2,197 ms instead of 22, and the fold's delete probed the whole list
+    per row (benchmarks/fold_readers.md). Gathered once per statement and planned at the size migration
+    0026 declares, the list is read once, whatever its statistics say."""
+    rng = np.random.default_rng(49)
+    listed_now = 400
+    with app.app_context():
+        for _ in range(50):
+            assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+        fold_all(db.session)
+        db.session.commit()
+        db.session.execute(text("ANALYZE pending_submissions"))  # as autovacuum would, at an empty moment
+        db.session.commit()
+        tuples, pages = db.session.execute(
+            text("SELECT reltuples, relpages FROM pg_class WHERE relname = 'pending_submissions'")
+        ).one()
+        assert tuples == 0 and pages > 0  # "empty", and pages to scale that density by: the trap
+        for _ in range(listed_now):
+            assert client.post(API, json={"answers": answers(rng)}).status_code == 201
+        assert listed(db.session) == listed_now
+        survey = the_survey()
+        low, high = sorted((questions(survey)["drugs"], questions(survey)["often"]), key=lambda q: q.id)
+        read = writes.pair_cells(low, high).compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
+        plans = {"pair read": db.session.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {read}")).scalar()}
+        statement = writes.postgresql_fold()
+        params = statement.params({"batch": 2000, "shard": 0})
+        with db.session.connection().connection.driver_connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.sql}", params)
+            plans["fold"] = cursor.fetchone()[0]
+        db.session.rollback()  # the fold explained above was carried out: undone
+        for name, plan in plans.items():
+            nodes = list(_plan_nodes(plan[0]["Plan"]))
+            reads = _reads_of_the_list(nodes)
+            assert reads and all(n["Actual Loops"] == 1 for n in reads), name  # the list read once
+            # rows handled by every node, summed: about 31 a listed submission for the read, 55 for the
+            # fold; a list inside a nested loop handles listed × listed (160,000 here) or more
+            assert sum(n["Actual Loops"] * n["Actual Rows"] for n in nodes) <= 100 * listed_now, name
+        assert listed(db.session) == listed_now
+        assert fold_all(db.session) == listed_now
+        assert tally_mismatches(db.session, survey) == []
+        db.session.remove()

@@ -12,7 +12,10 @@ the fold takes up to :data:`BATCH` listed submissions, adds their answers, days 
 a few hundred cells for hundreds of submissions) and deletes their rows, in one transaction. Readers
 add the listed submissions to the stored cells in the same statement
 (:func:`survey.domain.responses.writes.with_listed`), so every count is exact whether or not the fold
-has run: a submission is in the list or in the tallies, never both, never neither.
+has run: a submission is in the list or in the tallies, never both, never neither. The list is
+nearly empty at every moment, so PostgreSQL's statistics of it (autovacuum's) often say "empty";
+readers and the fold gather it once per statement and plan it at a declared size instead
+(migration 0026), which keeps them linear in what is listed.
 
 Who folds: the web process after storing a submission, about once a second a host in the background
 (survey.platform.folding); the rebuild of a survey's tallies, which recounts them and empties its

@@ -55,6 +55,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    any_,
     bindparam,
     case,
     cast,
@@ -150,6 +151,9 @@ class Tally:
     #: ``pending_submissions`` instead (:mod:`survey.domain.responses.pending`), and its readers add
     #: what the listed submissions would add (:func:`pending`).
     deferred: bool = False
+    #: Its rows join a submission's answers with one another (the pairs): readers of the listed
+    #: submissions then work out each one's rows from its own answers alone (:func:`_late_postgresql`).
+    joins_answers: bool = False
 
     @property
     def dated(self) -> bool:
@@ -327,6 +331,7 @@ TALLIES: tuple[Tally, ...] = (
         _pairs,
         coded=((0, 1), (2, 3)),
         deferred=True,
+        joins_answers=True,
     ),
     Tally(
         "days",
@@ -405,34 +410,70 @@ def stored(
     return reported, submitted
 
 
-def pending(feeds: Mapping[int, Feeds], dialect: str = "postgresql") -> tuple[FromClause, FromClause]:
-    """``reported`` and ``submitted`` of the submissions listed in ``pending_submissions`` (not yet in the
-    deferred tallies), their answers to the questions of ``feeds`` alone: what a reader of a
-    deferred tally adds to the stored cells. A few hundred submissions at most while the fold keeps
-    up; driven from the list (each listed submission's answers looked up by its id, a ``LATERAL``
-    join, whatever the planner guesses of the list's size), so it costs the same at ten submissions
-    or ten million."""
-    listed = select(PendingSubmission.submission_id).subquery("listed")
-    if dialect == "postgresql":
-        # kept a lookup per submission (see postgresql_fold)
-        each = _answers_fed(feeds).where(Answer.question_id.in_(sorted(feeds)))
-        found = each.where(Answer.submission_id == listed.c.submission_id).offset(0).lateral("each")
-        reported = select(*found.c).select_from(listed).join(found, true()).subquery("reported")
-    else:
-        # SQLite has no LATERAL, and given an index on the question it read every answer of the
-        # survey's questions and looked each up in the list (a read of the counts grew with the
-        # survey: 21 ms at 20,000 submissions with nothing listed, benchmarks/fold_readers.md).
-        # ``question_id + 0`` is no column an index can serve, so the list drives the lookup.
-        each = _answers_fed(feeds).where(
-            (Answer.question_id + 0).in_(sorted(feeds)), Answer.submission_id.in_(select(listed.c.submission_id))
-        )
-        reported = each.subquery("reported")
+def pending(feeds: Mapping[int, Feeds]) -> tuple[FromClause, FromClause]:
+    """On SQLite: ``reported`` and ``submitted`` of the submissions listed in ``pending_submissions``
+    (not yet in the deferred tallies), their answers to the questions of ``feeds`` alone: what a
+    reader of a deferred tally adds to the stored cells. (PostgreSQL: :func:`_late_postgresql`.)
+
+    SQLite has no LATERAL, and given an index on the question it read every answer of the survey's
+    questions and looked each up in the list (a read of the counts grew with the survey: 21 ms at
+    20,000 submissions with nothing listed, benchmarks/fold_readers.md). ``question_id + 0`` is no
+    column an index can serve, so the list drives the lookup."""
+    listed_ids = select(PendingSubmission.submission_id)
+    reported = (
+        _answers_fed(feeds)
+        .where((Answer.question_id + 0).in_(sorted(feeds)), Answer.submission_id.in_(listed_ids))
+        .subquery("reported")
+    )
     submitted = (
         select(Submission.id.label("submission_id"), Submission.survey_id)
         .join(PendingSubmission, PendingSubmission.submission_id == Submission.id)
         .subquery("submitted")
     )
     return reported, submitted
+
+
+def _late_postgresql(tally: Tally, feeds: Mapping[int, Feeds]) -> Select:
+    """``SELECT <keys>, n``: what the listed submissions add to ``tally`` through their answers to
+    the questions of ``feeds``, on PostgreSQL, linear in the listed submissions whatever the planner
+    thinks of the list. The list is gathered once, in the statement's snapshot, and planned at the
+    size migration 0026 declares; each listed submission's answers are looked up by its id (a
+    ``LATERAL`` join). A tally that joins a submission's answers with one another (the pairs) is
+    worked out per submission, from its own answers alone, then summed: with the list's statistics
+    taken while it was empty, the self-join of every listed answer was planned as a nested loop, and
+    a read of a pair with 1,000 listed took 3.3 s (benchmarks/fold_readers.md). The others group the
+    listed answers at once (the same per submission cost a read of the day counts half as much
+    again)."""
+    listed = _as_listed(select(PendingSubmission.submission_id), "listed")
+    mine = _answers_fed(feeds).where(
+        Answer.question_id.in_(sorted(feeds)), Answer.submission_id == listed.c.submission_id
+    )
+    submitted = (
+        select(Submission.id.label("submission_id"), Submission.survey_id)
+        .where(Submission.id == listed.c.submission_id)
+        .correlate(listed)
+        .subquery("submitted")
+    )
+    if not tally.joins_answers:
+        found = mine.offset(0).lateral("each")  # (OFFSET 0: kept a lookup per submission, see postgresql_fold)
+        reported = select(*found.c).select_from(listed).join(found, true()).subquery("reported")
+        return tally.counted(reported, submitted)
+    per = tally.counted(mine.correlate(listed).subquery("reported"), submitted).correlate(listed).lateral("per")
+    keys = [per.c[k] for k in tally.keys]
+    return (
+        select(*keys, cast(func.sum(per.c.n), BigInteger).label("n"))
+        .select_from(listed)
+        .join(per, true())
+        .group_by(*keys)
+    )
+
+
+def _as_listed(ids: Select, alias: str) -> FromClause:
+    """``FROM listed_ids(ARRAY(ids)) AS alias(submission_id)``: the ids ``ids`` selects, gathered once
+    in the calling statement (its snapshot), in a table whose size the planner takes as about
+    1,000 (migration 0026), not from the list's statistics."""
+    gathered = func.array(ids.scalar_subquery())
+    return func.listed_ids(gathered).table_valued("submission_id").render_derived(name=alias)
 
 
 def with_listed(
@@ -444,7 +485,10 @@ def with_listed(
     reader of a deferred tally reads it this way (``where`` and ``feeds`` naming the same questions)."""
     keys = [tally.table.c[k] for k in tally.keys]
     kept = select(*keys, tally.table.c["count"].label("n")).where(where)
-    late = tally.counted(*pending(feeds, dialect)).subquery("late")
+    if dialect == "postgresql":
+        late = _late_postgresql(tally, feeds).subquery("late")
+    else:
+        late = tally.counted(*pending(feeds)).subquery("late")
     cells = union_all(kept, select(*late.c)).subquery("cells")
     keys = [cells.c[k] for k in tally.keys]
     return select(*keys, cast(func.sum(cells.c.n), BigInteger).label("n")).group_by(*keys)
@@ -670,18 +714,22 @@ def postgresql_fold() -> Compiled:
     questions travels: a
     fold of hundreds of submissions built with them cost its worker more CPU in Python (SQLAlchemy's
     expanding IN, psycopg's parsing of thousands of placeholders) than the pairs it saved."""
+    # the batch chosen once (an array), and what follows planned for about 1,000 of them (migration
+    # 0026): with statistics taken while the list was empty, ``IN (SELECT ... FOR UPDATE SKIP
+    # LOCKED)`` probed the whole list once per row of the batch
     chosen = (
         select(PendingSubmission.submission_id)
         .order_by(PendingSubmission.submission_id)
         .limit(bindparam("batch", type_=Integer))
         .with_for_update(skip_locked=True)
     )
-    taken = (
+    deleted = (
         delete(PendingSubmission)
-        .where(PendingSubmission.submission_id.in_(chosen))
+        .where(PendingSubmission.submission_id == any_(func.array(chosen.scalar_subquery())))
         .returning(PendingSubmission.submission_id)
-        .cte("taken")
+        .cte("deleted")
     )
+    taken = select(_as_listed(select(deleted.c.submission_id), "taken_ids")).cte("taken")
     each = (
         select(Answer.submission_id, Answer.question_id, Answer.value, Submission.submitted_on.label("day"))
         .join(Submission, Submission.id == Answer.submission_id)
