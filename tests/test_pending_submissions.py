@@ -366,7 +366,7 @@ def _reads_of_the_list(nodes: list[dict]) -> list[dict]:
 def test_statistics_that_say_the_list_is_empty_leave_its_readers_and_the_fold_linear(app, client, small_survey):
     """The list is nearly empty at every moment, so an analyze (autovacuum's, once a minute on a
     default server) may record it empty; the planner then put it inside nested loops: a read of a
-    pair with 1,000 listed took 2,197 ms instead of 22, and the fold's delete probed the whole list
+    pair with 1,000 listed took 3.3 s instead of about 20 ms, and the fold's delete probed the whole list
     per row (benchmarks/fold_readers.md). Gathered once per statement and planned at the size migration
     0026 declares, the list is read once, whatever its statistics say."""
     rng = np.random.default_rng(49)
