@@ -418,23 +418,24 @@ def test_a_randomized_numbers_cells_are_gathered_one_row_per_code_by_0023(empty_
 
 def test_the_list_is_planned_at_its_declared_size_from_0026_and_not_after_downgrade(empty_app):
     """0026 gives PostgreSQL ``listed_ids``, declared at about 1,000 rows whatever the list's
-    statistics say; the downgrade takes it away (the code of 0025 reads the list directly). SQLite
-    gets nothing."""
+    statistics say, and safe in a parallel plan; the downgrade takes it away (the code of 0025 reads
+    the list directly). SQLite gets nothing."""
     init_db(empty_app)
 
-    def declared() -> list[tuple[float, bool]]:
+    def declared() -> list[tuple[float, bool, str]]:
         with empty_app.app_context(), db.engine.connect() as conn:
             if conn.dialect.name != "postgresql":
                 return []
             return conn.execute(
                 text(
-                    "SELECT p.prorows, p.proretset FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+                    "SELECT p.prorows, p.proretset, p.proparallel FROM pg_proc p"
+                    " JOIN pg_namespace n ON n.oid = p.pronamespace"
                     " WHERE p.proname = 'listed_ids' AND n.nspname = current_schema()"
                 )
             ).all()
 
     postgresql = "postgresql" in empty_app.config["SQLALCHEMY_DATABASE_URI"]
-    assert declared() == ([(1000.0, True)] if postgresql else [])
+    assert declared() == ([(1000.0, True, "s")] if postgresql else [])
     with empty_app.app_context():
         if postgresql:
             with db.engine.connect() as conn:
@@ -444,5 +445,5 @@ def test_the_list_is_planned_at_its_declared_size_from_0026_and_not_after_downgr
     assert declared() == []
     with empty_app.app_context():
         command.upgrade(alembic_config(), "head")
-    assert declared() == ([(1000.0, True)] if postgresql else [])
+    assert declared() == ([(1000.0, True, "s")] if postgresql else [])
     assert differences(empty_app) == []

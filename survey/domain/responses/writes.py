@@ -448,6 +448,7 @@ def _late_postgresql(tally: Tally, feeds: Mapping[int, Feeds]) -> Select:
     mine = _answers_fed(feeds).where(
         Answer.question_id.in_(sorted(feeds)), Answer.submission_id == listed.c.submission_id
     )
+    # (no deferred tally reads ``submitted``: given for the signature of the tally's rows)
     submitted = (
         select(Submission.id.label("submission_id"), Submission.survey_id)
         .where(Submission.id == listed.c.submission_id)

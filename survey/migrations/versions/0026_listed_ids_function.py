@@ -17,7 +17,8 @@ benchmarks/fold_readers.md.
 the statement that reads them (``ARRAY(SELECT ...)``, computed once, in that statement's snapshot: a
 submission is then in the stored tallies or in the list, never both, never neither), so the
 function reads no table itself. PL/pgSQL, because the planner would inline a SQL function's body and
-lose the declared size.
+lose the declared size; ``PARALLEL SAFE``, because a function that is not (the default) keeps every
+statement that calls it from a parallel plan.
 
 SQLite keeps no statistics of this kind and gets nothing here.
 """
@@ -39,7 +40,7 @@ def upgrade() -> None:
     op.execute(
         f"""
         CREATE FUNCTION listed_ids(ids integer[]) RETURNS SETOF integer
-        LANGUAGE plpgsql IMMUTABLE ROWS {ROWS} AS $$
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE ROWS {ROWS} AS $$
         BEGIN
             RETURN QUERY SELECT unnest(ids);
         END
