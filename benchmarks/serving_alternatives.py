@@ -10,7 +10,10 @@ processes), in interleaved rounds so that a slow minute of this shared machine h
 * *gunicorn, C parser*: the same with gunicorn's optional C parser (``gunicorn_h1c``, picohttpparser;
   run only when it is installed: ``pip install gunicorn_h1c``, which needs a C compiler here);
 * *granian*: granian's WSGI server (HTTP in Rust, the app in a pool of 4 blocking threads per worker;
-  run only when installed: ``pip install granian``), the same app object and settings.
+  run only when installed: ``pip install granian``), the same app object and settings;
+* *gunicorn, bare write*: our gunicorn and its settings serving, instead of the app, a bare WSGI
+  callable that does only the write (benchmarks/bare_submission.py): the floor of the server and the
+  statement, so that the gap between it and *gunicorn* is what the app's request handling costs.
 
 Reported per round: submissions per second, web ÷ plain, and the CPU the serving processes spent per
 acknowledged submission (the whole process tree, from /proc). Every acknowledged submission is
@@ -52,15 +55,19 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
 from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
 
 BIN = Path(sys.executable).parent
-#: The arms: a name, the command line (``{port}``, ``{workers}``), and the module it needs installed.
-ARMS: dict[str, tuple[list[str], str | None]] = {
+#: The arms: a name, the command line (``{port}``, ``{workers}``), the module it needs installed, and
+#: the WSGI application it serves.
+APP = "survey.platform.wsgi:app"
+ARMS: dict[str, tuple[list[str], str | None, str]] = {
     "gunicorn": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
         None,
+        APP,
     ),
     "gunicorn, C parser": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "fast"],
         "gunicorn_h1c",
+        APP,
     ),
     "granian": (
         [
@@ -68,16 +75,23 @@ ARMS: dict[str, tuple[list[str], str | None]] = {
             *("--host", "127.0.0.1", "--port", "{port}", "--access-log"),
         ],
         "granian",
+        APP,
+    ),
+    # the floor: the same server and settings, the app replaced by the write alone
+    "gunicorn, bare write": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+        "benchmarks.bare_submission:app",
     ),
 }
 
 
 def web_run(database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path) -> dict:
-    command, _ = ARMS[arm]
+    command, _, application = ARMS[arm]
     port = free_port()
     env = server_env(database, port, workers)
     before = stored_submissions(database)
-    args = [part.format(port=port, workers=workers) for part in command] + ["survey.platform.wsgi:app"]
+    args = [part.format(port=port, workers=workers) for part in command] + [application]
     with log.open("a") as out:
         server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -100,7 +114,7 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
 def run(postgresql: str, workdir: Path, workers: int, seconds: float, rounds: int) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make wrk` installs it")
-    arms = [arm for arm, (_, needs) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
+    arms = [arm for arm, (_, needs, _) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
     database = Database("postgresql", postgresql, workdir)
     script = workdir / "post.lua"
     wrk_script(database, script, np.random.default_rng(7))
