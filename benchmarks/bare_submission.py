@@ -19,17 +19,16 @@ import threading
 from pathlib import Path
 
 import psycopg
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.scale import SLUG
-from survey.domain.responses.pending import BATCH
-from survey.domain.responses.writes import (
-    Feeds,
-    postgresql_fold,
-    postgresql_submission,
-    submission_params,
-)
+from survey.domain.responses.pending import fold_all
+from survey.domain.responses.writes import Feeds, postgresql_submission, submission_params
+from survey.platform.config import normalize_database_url
 
 URL = os.environ["DATABASE_URL"].replace("postgresql+psycopg://", "postgresql://")
 with psycopg.connect(URL) as _conn:
@@ -44,18 +43,13 @@ _lock = threading.Lock()
 
 
 def _fold_forever() -> None:
+    """The app's fold (survey.domain.responses.pending.fold_all), every W seconds."""
     every = float(os.environ.get("WEB_CONCURRENCY") or 1)
-    fold = postgresql_fold()
-    with psycopg.connect(URL, autocommit=False) as conn:
-        conn.execute("SET jit = off")
+    engine = create_engine(normalize_database_url(os.environ["DATABASE_URL"]), poolclass=NullPool)
+    with Session(engine) as session:
         while True:
             threading.Event().wait(every)
-            while True:
-                with conn.transaction():
-                    params = fold.params({"batch": BATCH, "shard": random.randrange(16)})
-                    (taken,) = conn.execute(fold.sql, params).fetchone()
-                if taken < BATCH:
-                    break
+            fold_all(session)
 
 
 def _start_folding() -> None:

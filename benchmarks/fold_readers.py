@@ -15,7 +15,7 @@ ratio to the same read with nothing listed, measured in the same run.
 
 On PostgreSQL the list is analyzed once it is empty, after the fold of the 20,000: the statistics
 autovacuum may leave on a list that is nearly empty at every moment, and the worst a reader can
-meet (before migration 0026 they made a read of a pair with 1,000 listed take 2.2 s).
+meet (before migration 0026 they made a read of a pair with 1,000 listed take 3.3 s).
 
 Run ``python benchmarks/fold_readers.py --postgresql postgresql://postgres@127.0.0.1:5432/test
 --markdown benchmarks/fold_readers.md``.

@@ -149,7 +149,7 @@ class Tally:
     coded: tuple[tuple[int, int], ...] = ()
     #: One new submission's writers leave this tally to the fold: they list the submission in
     #: ``pending_submissions`` instead (:mod:`survey.domain.responses.pending`), and its readers add
-    #: what the listed submissions would add (:func:`pending`).
+    #: what the listed submissions would add (:func:`with_listed`).
     deferred: bool = False
     #: Its rows join a submission's answers with one another (the pairs): readers of the listed
     #: submissions then work out each one's rows from its own answers alone (:func:`_late_postgresql`).
