@@ -8,12 +8,26 @@ imports from here. :func:`init_app` attaches all of it to an app whose configura
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Flask
 
 #: Alembic's directory (it stays at survey/migrations, where Flask-Migrate's tooling expects it).
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def wrap_wsgi(app: Flask, middleware: Callable[[Any], Any]) -> None:
+    """Put ``middleware`` around the app's WSGI callable, inside the proxy fix when there is one, so
+    that it sees the client's address and scheme as Flask does."""
+    from werkzeug.middleware.proxy_fix import ProxyFix
+
+    outer = app.wsgi_app
+    if isinstance(outer, ProxyFix):
+        outer.app = middleware(outer.app)
+    else:
+        app.wsgi_app = middleware(outer)  # type: ignore[method-assign]
 
 
 def init_app(app: Flask) -> None:

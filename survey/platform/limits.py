@@ -60,6 +60,10 @@ EVERY_METHOD = {"auth.link"}
 #: Scopes that guard a secret (a password, a link's token, a bearer token): with the store away a
 #: request is refused (503), not let through uncounted.
 FAIL_CLOSED = frozenset({"LOGIN_RATE_LIMIT", "TOKEN_RATE_LIMIT", "BEARER_REFUSED"})
+#: The WSGI environment's key under which a request already counted says whether it was allowed
+#: (survey.web.direct_submissions counts a submission before Flask sees it; Flask then counts it
+#: no second time).
+COUNTED = "survey.rate_limit.allowed"
 #: The in-memory store's URL, when ``RATELIMIT_STORAGE_URL`` is unset.
 MEMORY_URL = "sweptmemory://"
 #: What a request refused because the store is down says (503).
@@ -260,24 +264,33 @@ class RateLimits:
             except StoreDown:
                 abort(503, description=STORE_DOWN)
 
+    def attempt_allowed(self, app: Flask, endpoint: str, address: str) -> bool:
+        """Count a try at ``endpoint`` (one of :data:`LIMITED`) from ``address``; whether it is
+        within the limit. Always True with the limits off. Raises :class:`StoreDown` when the store
+        fails on a scope that fails closed."""
+        if not app.config.get("RATELIMIT_ENABLED", True):
+            return True
+        scope = LIMITED[endpoint]
+        return self._count(app, scope, self._items(app, scope), address)
+
     def init_app(self, app: Flask) -> None:
         if not app.config.get("RATELIMIT_ENABLED", True):
             return
-        limits: dict[str, list[RateLimitItem]] = {
-            endpoint: parse_many(app.config[key]) for endpoint, key in LIMITED.items()
-        }
+        for scope in set(LIMITED.values()):
+            self._items(app, scope)  # a limit that does not parse stops the app at start, not a request
 
         @app.before_request
         def count_attempt() -> None:
-            if request.endpoint not in limits:
+            if request.endpoint not in LIMITED:
                 return
             if request.method != "POST" and request.endpoint not in EVERY_METHOD:
                 return
-            address = request.remote_addr or "unknown"
-            try:
-                allowed = self._count(app, LIMITED[request.endpoint], limits[request.endpoint], address)
-            except StoreDown:
-                abort(503, description=STORE_DOWN)
+            allowed = request.environ.get(COUNTED)
+            if allowed is None:
+                try:
+                    allowed = self.attempt_allowed(app, request.endpoint, request.remote_addr or "unknown")
+                except StoreDown:
+                    abort(503, description=STORE_DOWN)
             if not allowed:
                 abort(429)
 

@@ -147,11 +147,19 @@ def add_missing_headers(response: Response, defaults: tuple[tuple[str, str], ...
         response.headers.extend(missing)
 
 
-def init_app(app: Flask) -> None:
+def _transport(app: Flask) -> tuple[tuple[str, str], ...]:
     hsts = app.config.get("STRICT_TRANSPORT_SECURITY")
     # production only (survey.platform.config.production_settings)
-    transport = (("Strict-Transport-Security", hsts),) if hsts else ()
-    documents, files = (*SECURITY_HEADERS, *transport), (*STATIC_HEADERS, *transport)
+    return (("Strict-Transport-Security", hsts),) if hsts else ()
+
+
+def document_headers(app: Flask) -> tuple[tuple[str, str], ...]:
+    """The security headers of every answer but a static file's, in ``app`` (HSTS where configured)."""
+    return (*SECURITY_HEADERS, *_transport(app))
+
+
+def init_app(app: Flask) -> None:
+    documents, files = document_headers(app), (*STATIC_HEADERS, *_transport(app))
 
     @app.after_request
     def headers(response: Response) -> Response:

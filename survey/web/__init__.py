@@ -7,6 +7,9 @@
 - ``admin``: the administrator's users page;
 - ``api``: the versioned API, /api/v1, and its OpenAPI description.
 
+The submission API's common case is answered before Flask's request handling
+(:mod:`survey.web.direct_submissions`), through the same functions as its views.
+
 Blueprints do not import one another; what more than one of them needs lives in this package
 itself (:mod:`survey.web.common`).
 """
@@ -18,7 +21,7 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     """Register every blueprint, and what they share (:func:`survey.web.common.init_app`)."""
-    from . import auth, common, ids, languages
+    from . import auth, common, direct_submissions, ids, languages
     from .admin import bp as admin_bp
     from .api import bp as api_bp
     from .organize import bp as organize_bp
@@ -34,3 +37,4 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(admin_bp)
     app.register_blueprint(api_bp)
     common.init_app(app)
+    direct_submissions.init_app(app)
