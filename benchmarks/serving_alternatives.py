@@ -6,7 +6,10 @@ at 57–59% of the plain-SQL ceiling with 4 workers on 2 cores, against a target
 measures, on the same machinery (the survey of ten randomized questions, its wrk script, its plain
 processes), in interleaved rounds so that a slow minute of this shared machine hits every arm alike:
 
-* *gunicorn*: ``survey.platform.gunicorn_conf`` as production runs it (the pure-Python parser);
+* *gunicorn*: ``survey.platform.gunicorn_conf`` as production runs it (the pure-Python parser; a
+  submission answered beneath Flask, survey/web/direct_submissions.py);
+* *gunicorn, Flask path*: the same with ``DIRECT_SUBMISSIONS=0``, every submission answered by Flask's
+  request handling (as before direct_submissions.py);
 * *gunicorn, C parser*: the same with gunicorn's optional C parser (``gunicorn_h1c``, picohttpparser;
   run only when it is installed: ``pip install gunicorn_h1c``, which needs a C compiler here);
 * *granian*: granian's WSGI server (HTTP in Rust, the app in a pool of 4 blocking threads per worker;
@@ -55,19 +58,27 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
 from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
 
 BIN = Path(sys.executable).parent
-#: The arms: a name, the command line (``{port}``, ``{workers}``), the module it needs installed, and
-#: the WSGI application it serves.
+#: The arms: a name, the command line (``{port}``, ``{workers}``), the module it needs installed, the
+#: WSGI application it serves, and what it adds to the environment.
 APP = "survey.platform.wsgi:app"
-ARMS: dict[str, tuple[list[str], str | None, str]] = {
+ARMS: dict[str, tuple[list[str], str | None, str, dict[str, str]]] = {
     "gunicorn": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
         None,
         APP,
+        {},
+    ),
+    "gunicorn, Flask path": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+        APP,
+        {"DIRECT_SUBMISSIONS": "0"},
     ),
     "gunicorn, C parser": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "fast"],
         "gunicorn_h1c",
         APP,
+        {},
     ),
     "granian": (
         [
@@ -76,20 +87,22 @@ ARMS: dict[str, tuple[list[str], str | None, str]] = {
         ],
         "granian",
         APP,
+        {},
     ),
     # the floor: the same server and settings, the app replaced by the write alone
     "gunicorn, bare write": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
         None,
         "benchmarks.bare_submission:app",
+        {},
     ),
 }
 
 
 def web_run(database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path) -> dict:
-    command, _, application = ARMS[arm]
+    command, _, application, extra = ARMS[arm]
     port = free_port()
-    env = server_env(database, port, workers)
+    env = {**server_env(database, port, workers), **extra}
     before = stored_submissions(database)
     args = [part.format(port=port, workers=workers) for part in command] + [application]
     with log.open("a") as out:
@@ -114,7 +127,7 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
 def run(postgresql: str, workdir: Path, workers: int, seconds: float, rounds: int) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make wrk` installs it")
-    arms = [arm for arm, (_, needs, _) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
+    arms = [arm for arm, (_, needs, _, _) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
     database = Database("postgresql", postgresql, workdir)
     script = workdir / "post.lua"
     wrk_script(database, script, np.random.default_rng(7))
