@@ -51,6 +51,9 @@ SCENARIOS: dict[str, tuple[str, list[dict], set[int]]] = {
     "percent-encoded": ("link", [post("/api/surveys/small%2Dtest/responses")], {0}),
     "charset": ("link", [post(Content_Type="application/json; charset=utf-8")], {0}),
     "same origin": ("link", [post(Origin="http://localhost")], {0}),
+    # Werkzeug's host_url drops a default port and lowercases: the same origin to both paths
+    "same origin, host written out": ("link", [post(Host="LOCALHOST:80", Origin="http://localhost")], {0}),
+    "origin with its default port": ("link", [post(Host="localhost:80", Origin="http://localhost:80")], set()),
     "resent with a key": (
         "link",
         [post(body=KEYED), post(body=KEYED)],
@@ -84,6 +87,7 @@ SCENARIOS: dict[str, tuple[str, list[dict], set[int]]] = {
             post("/api/surveys/no-such-survey/responses"),
             post("/api/surveys/small.test/responses"),
             post(raw=b" " * (64 * 1024 + 1)),
+            post(Transfer_Encoding="chunked"),
             {"method": "GET", "path": URL, "data": b"", "headers": {}},
         ],
         set(),
@@ -220,3 +224,20 @@ def test_the_rate_limit_counts_each_submission_once(direct, tmp_path, request):
     assert [status for status, _, _ in answers] == [201, 201, 400, 429, 429]
     assert state["submissions"] == 2
     assert flask_ran == ([False, False, True, True, True] if direct else [True] * 5)
+
+
+def test_the_settings_are_read_per_request_as_flask_reads_them(tmp_path, request):
+    """Turned off, or a smaller body limit, after the app was made: Flask answers, as it would."""
+    with app_for("sqlite", tmp_path, request, "link", direct=True) as app:
+        app.config["DIRECT_SUBMISSIONS"] = False
+        answers, flask_ran, _ = run(app, [post()])
+        assert answers[0][0] == 201 and flask_ran == [True]
+        app.config.update(DIRECT_SUBMISSIONS=True, MAX_CONTENT_LENGTH=10)
+        answers, flask_ran, _ = run(app, [post()])
+        assert answers[0][0] == 413 and flask_ran == [True]
+        app.config.update(MAX_CONTENT_LENGTH=64 * 1024, TRUSTED_HOSTS=["localhost"])
+        answers, flask_ran, _ = run(app, [post()])
+        assert answers[0][0] == 201 and flask_ran == [True]
+        app.config.update(TRUSTED_HOSTS=None)
+        answers, flask_ran, state = run(app, [post()])
+        assert answers[0][0] == 201 and flask_ran == [False] and state["submissions"] == 3

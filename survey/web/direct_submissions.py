@@ -16,7 +16,7 @@ what the Flask path does for it, through the same functions, in the same order:
 
 Every other outcome is Flask's, so that it is said in one place and in the request's language: a
 request this layer does not take (another method, a query string, an ``Authorization`` header, a
-slug of other characters, a body without a length or over ``MAX_CONTENT_LENGTH``, a
+slug of other characters, a body without a length, in chunks or over ``MAX_CONTENT_LENGTH``, a
 ``SERVER_NAME`` or ``TRUSTED_HOSTS`` to check the host against) goes to Flask untouched; one it took
 and could not store goes to Flask with its body, its count and what went wrong
 (:class:`survey.web.submitting.Failure`), and the view answers that as if it had happened there: the
@@ -24,7 +24,11 @@ refusal (429, 404, 400, 409, 403: nothing was stored), or the exception raised a
 whether the answers may be stored, or 500). The rate limit is never counted twice.
 
 The session cookie is neither read nor written here: a submission is stored without its sender's
-session, and its answer sets no cookie. tests/test_direct_submissions.py sends the same requests
+session, and its answer sets no cookie. That is the one way the answers differ: Flask's reads the
+session (Flask-Login's hooks do, on every request), so it says ``Vary: Cookie``, and for a
+signed-in sender whose address or browser changed since signing in it rewrites the session cookie
+(Flask-Login's session protection marks the session not fresh). Neither matters to an answer no
+cache keeps and that depends on no cookie. tests/test_direct_submissions.py sends the same requests
 down both paths and compares the answers and what was stored.
 """
 
@@ -36,6 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from werkzeug.sansio.utils import get_current_url, get_host
 
 from survey.platform.limits import COUNTED, limiter
 from survey.platform.security import document_headers
@@ -57,7 +62,6 @@ class DirectSubmissions:
     def __init__(self, app: Flask, flask: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]) -> None:
         self.app = app
         self.flask = flask
-        self.limit = app.config.get("MAX_CONTENT_LENGTH")
         headers = (("Cache-Control", submitting.NOT_KEPT["Cache-Control"]), *document_headers(app))
         self.answers = {
             False: ("201 CREATED", _headers(submitting.STORED, headers), [submitting.STORED.encode()]),
@@ -69,8 +73,11 @@ class DirectSubmissions:
         if match is None:
             return self.flask(environ, start_response)
         endpoint = ENDPOINTS[match.group(0).startswith("/api/v1/")]
-        address = environ.get("REMOTE_ADDR") or "unknown"
-        environ[COUNTED] = allowed = limiter.attempt_allowed(self.app, endpoint, address)
+        try:
+            allowed = limiter.attempt_allowed(self.app, endpoint, environ.get("REMOTE_ADDR") or "unknown")
+        except Exception:  # a store that cannot even be made: Flask counts, fails and answers as it does
+            return self.flask(environ, start_response)
+        environ[COUNTED] = allowed
         length = int(environ["CONTENT_LENGTH"])
         raw = _read(environ["wsgi.input"], length) if allowed else b""
         if allowed and len(raw) == length and _is_json(environ) and _same_origin(environ):
@@ -98,11 +105,20 @@ class DirectSubmissions:
                 return None
 
     def _taken(self, environ: dict[str, Any]) -> re.Match[str] | None:
-        """The path's match when this request is one taken here, else None."""
+        """The path's match when this request is one taken here, else None. The settings are read
+        per request, as Flask reads them."""
+        config = self.app.config
+        if not config["DIRECT_SUBMISSIONS"] or config.get("SERVER_NAME") or config.get("TRUSTED_HOSTS"):
+            return None  # (Flask checks the host against those)
         if environ.get("REQUEST_METHOD") != "POST" or environ.get("QUERY_STRING") or "HTTP_AUTHORIZATION" in environ:
             return None
+        if "HTTP_TRANSFER_ENCODING" in environ:  # a body in chunks is Flask's to bound (survey.platform.bodies)
+            return None
         length = environ.get("CONTENT_LENGTH") or ""
-        if not (length.isascii() and length.isdigit()) or (self.limit is not None and int(length) > self.limit):
+        if not (length.isascii() and length.isdigit() and len(length) < 12):
+            return None
+        limit = config.get("MAX_CONTENT_LENGTH")
+        if limit is not None and int(length) > limit:
             return None
         return PATH.fullmatch(environ.get("PATH_INFO", ""))
 
@@ -111,7 +127,7 @@ def _read(stream: Any, length: int) -> bytes:
     """The body, or what came of it before the client went away (Flask then answers that, 400)."""
     try:
         return stream.read(length)
-    except OSError:
+    except (OSError, ValueError):
         return b""
 
 
@@ -125,13 +141,17 @@ def _is_json(environ: dict[str, Any]) -> bool:
 
 
 def _same_origin(environ: dict[str, Any]) -> bool:
-    """No ``Origin``, or plainly this host's (the scheme and ``Host`` as sent); anything else (a
-    default port written out, no ``Host``, another origin) Flask compares, and refuses or not."""
+    """No ``Origin``, or this host's as the Flask path compares it (``request.host_url``, which
+    Werkzeug normalizes: a default port dropped, the name lowercased, an invalid name emptied); a
+    request without a ``Host`` header Flask compares itself (its fallback is the server's name)."""
     origin = environ.get("HTTP_ORIGIN")
     if not origin:
         return True
     host = environ.get("HTTP_HOST")
-    return host is not None and origin.rstrip("/") == f"{environ['wsgi.url_scheme']}://{host}"
+    if host is None:
+        return False
+    scheme = environ["wsgi.url_scheme"]
+    return origin.rstrip("/") == get_current_url(scheme, get_host(scheme, host)).rstrip("/")
 
 
 def _header_key(environ: dict[str, Any]) -> str | None:
@@ -139,10 +159,9 @@ def _header_key(environ: dict[str, Any]) -> str | None:
 
 
 def init_app(app: Flask) -> None:
-    """Take submissions directly unless ``DIRECT_SUBMISSIONS`` is off, or the host is checked
-    (``SERVER_NAME``, ``TRUSTED_HOSTS``: Flask does that)."""
+    """Take submissions directly while ``DIRECT_SUBMISSIONS`` is on (the default) and neither
+    ``SERVER_NAME`` nor ``TRUSTED_HOSTS`` is set (Flask checks the host then); read per request."""
     from survey.platform import wrap_wsgi
 
-    config = app.config
-    if config.get("DIRECT_SUBMISSIONS", True) and not config.get("SERVER_NAME") and not config.get("TRUSTED_HOSTS"):
-        wrap_wsgi(app, lambda inner: DirectSubmissions(app, inner))
+    app.config.setdefault("DIRECT_SUBMISSIONS", True)
+    wrap_wsgi(app, lambda inner: DirectSubmissions(app, inner))
