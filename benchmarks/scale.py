@@ -792,10 +792,10 @@ function init(args)
 end
 function request()
   n = n + 1
-  return wrk.format("POST", "{PATH}", {["Content-Type"] = "application/json"}, bodies[(n % #bodies) + 1])
+  return wrk.format("POST", "{PATH}", {HEADERS}, bodies[(n % #bodies) + 1]{BODY_TAIL})
 end
 function response(status, headers, body)
-  if status == 201 then created = created + 1 else other = other + 1 end
+  if status == {STORED} then created = created + 1 else other = other + 1 end
   if os.time() >= stop_at then wrk.thread:stop() end
 end
 function done(summary, latency, requests)
@@ -816,10 +816,20 @@ def wrk_script(database: Database, path: Path, rng: np.random.Generator, bodies:
     for _ in range(bodies):
         answers = {key: int(rng.integers(k)) for key, k in zip(keys, database.options, strict=True)}
         texts.append(json.dumps(json.dumps({"answers": answers})))
-    lua = WRK_SCRIPT.replace("{BODIES}", "{" + ", ".join(texts) + "}").replace(
-        "{PATH}", f"/api/surveys/{SLUG}/responses"
+    path.write_text(wrk_lua(texts, f"/api/surveys/{SLUG}/responses", '{["Content-Type"] = "application/json"}'))
+
+
+def wrk_lua(bodies: list[str], url: str, headers: str, stored: int = 201, body_tail: str = "") -> str:
+    """The load script: ``bodies`` (Lua string literals) posted in turn to ``url`` with ``headers`` (a
+    Lua table), each followed by the Lua expression ``body_tail``; an answer of status ``stored``
+    counts as a stored submission."""
+    return (
+        WRK_SCRIPT.replace("{BODIES}", "{" + ", ".join(bodies) + "}")
+        .replace("{PATH}", url)
+        .replace("{HEADERS}", headers)
+        .replace("{STORED}", str(stored))
+        .replace("{BODY_TAIL}", body_tail)
     )
-    path.write_text(lua)
 
 
 def stored_submissions(database: Database) -> int:

@@ -10,6 +10,9 @@ processes), in interleaved rounds so that a slow minute of this shared machine h
   submission answered beneath Flask, survey/web/direct_submissions.py);
 * *gunicorn, Flask path*: the same with ``DIRECT_SUBMISSIONS=0``, every submission answered by Flask's
   request handling (as before direct_submissions.py);
+* *gunicorn, page's form post*: the same server, loaded with what the survey page's script sends (a
+  form post to ``/s/<slug>`` with the session cookie, its CSRF token and a fresh submission key,
+  answered 303 to the thank-you page), which Flask answers: what a respondent in a browser costs;
 * *gunicorn, C parser*: the same with gunicorn's optional C parser (``gunicorn_h1c``, picohttpparser;
   run only when it is installed: ``pip install gunicorn_h1c``, which needs a C compiler here);
 * *granian*: granian's WSGI server (HTTP in Rust, the app in a pool of 4 blocking threads per worker;
@@ -32,6 +35,8 @@ import importlib.util
 import json
 import os
 import platform
+import re
+import secrets
 import shutil
 import signal
 import statistics
@@ -39,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +54,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scale import (  # noqa: E402 - after the path above
+    SLUG,
+    SPEC,
     Database,
     ceiling_run,
     free_port,
     server_env,
     stored_submissions,
     wait_healthy,
+    wrk_lua,
     wrk_script,
 )
 from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
@@ -73,6 +83,12 @@ ARMS: dict[str, tuple[list[str], str | None, str, dict[str, str]]] = {
         None,
         APP,
         {"DIRECT_SUBMISSIONS": "0"},
+    ),
+    "gunicorn, page's form post": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+        APP,
+        {},
     ),
     "gunicorn, C parser": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "fast"],
@@ -109,6 +125,8 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
         server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_healthy(port, server)
+        if arm in FORM_POSTS:
+            script = form_script(database, port, script.parent / "form.lua")
         cpu = tree_cpu(server.pid)
         result, elapsed = load(port, 8, seconds, script)
         cpu = tree_cpu(server.pid) - cpu
@@ -124,10 +142,44 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
     }
 
 
-def run(postgresql: str, workdir: Path, workers: int, seconds: float, rounds: int) -> dict:
+#: The arms loaded with the survey page's form post instead of the JSON API's body.
+FORM_POSTS = {"gunicorn, page's form post"}
+
+
+def form_script(database: Database, port: int, path: Path) -> Path:
+    """A load script of the survey page's own submission to the server on ``port``: its session cookie
+    and CSRF token as the page gave them (the server's secret is its own), the reported codes in
+    ``q_<key>`` fields, and a submission key of its own per request (as the page makes one per
+    filling of the form); stored is a 303 to the thank-you page."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/s/{SLUG}", timeout=30) as page:
+        cookie = next(c.split(";", 1)[0] for c in page.headers.get_all("Set-Cookie") if c.startswith("session="))
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.read().decode()).group(1)
+    rng = np.random.default_rng(7)
+    keys = [q["key"] for q in SPEC["questions"]]
+    bodies = []
+    for _ in range(500):
+        fields = {
+            "csrf_token": token,
+            **{f"q_{key}": int(rng.integers(k)) for key, k in zip(keys, database.options, strict=True)},
+        }
+        bodies.append(json.dumps(urllib.parse.urlencode(fields)))
+    headers = (
+        '{["Content-Type"] = "application/x-www-form-urlencoded", ["Accept"] = "text/html", '
+        f'["Cookie"] = {json.dumps(cookie)}}}'
+    )
+    run_key = secrets.token_hex(8)  # the keys of one run are new to the database
+    tail = f' .. "&submission_key={run_key}" .. string.format("%04d%012d", id, n)'
+    path.write_text(wrk_lua(bodies, f"/s/{SLUG}", headers, stored=303, body_tail=tail))
+    return path
+
+
+def run(
+    postgresql: str, workdir: Path, workers: int, seconds: float, rounds: int, only: set[str] | None = None
+) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk); `make wrk` installs it")
     arms = [arm for arm, (_, needs, _, _) in ARMS.items() if needs is None or importlib.util.find_spec(needs)]
+    arms = [arm for arm in arms if only is None or arm in only]
     database = Database("postgresql", postgresql, workdir)
     script = workdir / "post.lua"
     wrk_script(database, script, np.random.default_rng(7))
@@ -191,11 +243,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--arm", action="append", help="an arm to run, by name (repeated; default: all installed)")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
     args = parser.parse_args()
     started = time.time()
     with tempfile.TemporaryDirectory() as workdir:
-        result = run(args.postgresql, Path(workdir), args.workers, args.seconds, args.rounds)
+        only = set(args.arm) if args.arm else None
+        result = run(args.postgresql, Path(workdir), args.workers, args.seconds, args.rounds, only)
     versions = []
     for module in ("gunicorn", "gunicorn_h1c", "granian"):
         try:
