@@ -124,7 +124,8 @@ class DirectSubmissions:
 
 
 def _read(stream: Any, length: int) -> bytes:
-    """The body, or what came of it before the client went away (Flask then answers that, 400)."""
+    """The body, or nothing when the client went away while sending it (the length then differs,
+    and Flask answers the request as one whose body ended early: 400)."""
     try:
         return stream.read(length)
     except (OSError, ValueError):
@@ -159,9 +160,9 @@ def _header_key(environ: dict[str, Any]) -> str | None:
 
 
 def init_app(app: Flask) -> None:
-    """Take submissions directly while ``DIRECT_SUBMISSIONS`` is on (the default) and neither
-    ``SERVER_NAME`` nor ``TRUSTED_HOSTS`` is set (Flask checks the host then); read per request."""
+    """Take submissions directly while ``DIRECT_SUBMISSIONS`` is on (a default of
+    survey.platform.config) and neither ``SERVER_NAME`` nor ``TRUSTED_HOSTS`` is set (Flask checks
+    the host then); read per request."""
     from survey.platform import wrap_wsgi
 
-    app.config.setdefault("DIRECT_SUBMISSIONS", True)
     wrap_wsgi(app, lambda inner: DirectSubmissions(app, inner))
