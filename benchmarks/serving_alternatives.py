@@ -10,6 +10,10 @@ processes), in interleaved rounds so that a slow minute of this shared machine h
   submission answered beneath Flask, survey/web/direct_submissions.py);
 * *gunicorn, Flask path*: the same with ``DIRECT_SUBMISSIONS=0``, every submission answered by Flask's
   request handling (as before direct_submissions.py);
+* *gunicorn, limits in Redis*: the same, its rate-limit counters in Redis (``RATELIMIT_STORAGE_URL``
+  at ``TEST_REDIS_URL``, default redis://127.0.0.1:6379/0), as several workers or hosts run in
+  production (docs/deploy.md): one round trip to Redis a submission, which the other arms count in
+  each worker's memory;
 * *gunicorn, page's form post*: the same server, loaded with what the survey page's script sends (a
   form post to ``/s/<slug>`` with the session cookie, its CSRF token and a fresh submission key,
   answered 303 to the thank-you page), which Flask answers: what a respondent in a browser costs;
@@ -66,6 +70,7 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
     wrk_script,
 )
 from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
+from tests.databases import REDIS_URL  # noqa: E402
 
 BIN = Path(sys.executable).parent
 #: The arms: a name, the command line (``{port}``, ``{workers}``), the module it needs installed, the
@@ -83,6 +88,12 @@ ARMS: dict[str, tuple[list[str], str | None, str, dict[str, str]]] = {
         None,
         APP,
         {"DIRECT_SUBMISSIONS": "0"},
+    ),
+    "gunicorn, limits in Redis": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+        APP,
+        {"RATELIMIT_STORAGE_URL": REDIS_URL, "RATELIMIT_KEY_PREFIX": "benchmark-serving"},
     ),
     "gunicorn, page's form post": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
