@@ -10,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # The PostgreSQL server the scale benchmark creates its databases on.
 BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgresql://postgres@127.0.0.1:5432/test)
 
-.PHONY: run test test-fast test-browser lint bench chromium r wrk clean messages translations errors-doc
+.PHONY: run test test-fast test-browser lint bench chromium pgbouncer r wrk clean messages translations errors-doc
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,15 @@ chromium:
 		echo "Installing Debian's chromium for the browser tests..."; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# Debian's PgBouncer for the tests that run the app behind a pooler in transaction mode, as
+# docs/deploy.md says (tests/test_transaction_pooling.py, tests/test_many_hosts.py).
+pgbouncer:
+	@if [ ! -x /usr/sbin/pgbouncer ]; then \
+		echo "Installing Debian's pgbouncer for the pooling tests..."; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq pgbouncer >/dev/null; \
 	fi
 
 # Debian's R for the tests that load the exports in R as docs/exports.md says: base R reads the CSVs
@@ -95,7 +104,7 @@ lint: $(VENV)/.test-installed
 # again (docs/testing.md). The 30 slowest tests are listed at the end: the suite must stay under 30 minutes
 # on the 2-core CI machine, and that list says where its time goes.
 PYTEST_ARGS ?=
-test: lint chromium r node_modules/.installed
+test: lint chromium pgbouncer r node_modules/.installed
 	$(BIN)/python -m pytest survey tests README.md --durations=30 $(PYTEST_ARGS)
 
 # The suite in parts (docs/testing.md): tests/conftest.py marks each test `browser` or `postgresql` by

@@ -167,6 +167,61 @@ def start_gunicorn(url: str, log: Path, *, kill: bool = False, **settings: str) 
         delete_redis_keys(own_store["RATELIMIT_KEY_PREFIX"])
 
 
+#: Debian's PgBouncer (package pgbouncer; `make test` installs it when it is missing).
+PGBOUNCER = "/usr/sbin/pgbouncer"
+
+
+@contextlib.contextmanager
+def start_pgbouncer(database_url: str, log: Path, pool_size: int = 3) -> Iterator[str]:
+    """PgBouncer in transaction mode in front of the PostgreSQL database ``database_url`` names, lending
+    each database at most ``pool_size`` server connections, until the block ends; yields the URL of
+    that database through it.
+
+    Its settings are docs/deploy.md's (``pool_mode = transaction``) with a small pool, so that clients
+    take turns on few server connections and anything left on one meets another client. PgBouncer
+    refuses to run as root: started as root, it becomes ``postgres`` (``-u``), and its file is in a
+    directory of that user's."""
+    import pwd
+    import tempfile
+
+    assert Path(PGBOUNCER).exists(), f"{PGBOUNCER} is missing: `make pgbouncer` installs Debian's (make test does)"
+    target = urllib.parse.urlsplit(database_url.replace("postgresql+psycopg://", "postgresql://"))
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
+    ini = folder / "pgbouncer.ini"
+    ini.write_text(
+        "[databases]\n"
+        f"* = host={target.hostname} port={target.port or 5432} user={target.username or 'postgres'}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        "auth_type = any\npool_mode = transaction\n"
+        f"default_pool_size = {pool_size}\nmax_client_conn = 1000\n"
+    )
+    command = [PGBOUNCER, str(ini)]
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        os.chown(ini, user.pw_uid, user.pw_gid)
+        command[1:1] = ["-u", "postgres"]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "PgBouncer did not listen"
+            time.sleep(0.05)
+        netloc = f"{target.username or 'postgres'}@127.0.0.1:{port}"
+        yield urllib.parse.urlunsplit(target._replace(netloc=netloc))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        ini.unlink()
+        folder.rmdir()
+
+
 class Visitor:
     """One browser over real HTTP, to any of several hosts: it keeps the cookies each answer sets and
     sends them to whichever host it asks next (as a browser does behind a load balancer), and says it

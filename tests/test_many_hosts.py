@@ -9,17 +9,22 @@ per-address limits of one test never meet another's, in whatever order they run.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from sqlalchemy import func, select, text
 
 from survey import create_app
-from survey.domain.models import User
+from survey.domain.models import Submission, Survey, User
 from survey.domain.responses.codes import generate_codes
+from survey.domain.responses.tallies import submission_count, tally_mismatches
 from survey.domain.surveys.specs import create_survey_from_spec
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
@@ -27,7 +32,7 @@ from survey.platform.schema import upgrade_database
 from .accounts import PASSWORD
 from .databases import PG_URL, REDIS_PREFIX, REDIS_URL, delete_redis_keys, own_database
 from .live import CHEAP_PASSWORD_HASH
-from .servers import Visitor, race, start_gunicorn
+from .servers import Visitor, race, start_gunicorn, start_pgbouncer
 from .surveys import GOOD, SMALL_SPEC
 
 pytestmark = pytest.mark.postgresql  # a PostgreSQL database of its own (tests/databases.py, own_database)
@@ -36,16 +41,24 @@ pytestmark = pytest.mark.postgresql  # a PostgreSQL database of its own (tests/d
 LOGIN_LIMIT = 10
 #: Open surveys for the tests that close one, so that each test closes its own.
 CLOSABLE = ("close-race",)
+#: The survey both hosts' submissions go to, whose tallies are checked against a recount.
+COUNTED = "counted"
 
 
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory) -> tuple[int, int]:
-    """Two gunicorn hosts on one migrated PostgreSQL database and one Redis prefix; yields their ports."""
+@pytest.fixture(scope="module", params=["direct", "pgbouncer"])
+def hosts(request, tmp_path_factory) -> Iterator[tuple[int, int, Path]]:
+    """Two gunicorn hosts on one migrated PostgreSQL database and one Redis prefix; yields their ports
+    and a folder holding the database's own URL (``database_url``) and the survey's codes.
+
+    ``pgbouncer``: the hosts reach the database through PgBouncer in transaction mode, three server
+    connections for both hosts' sixty, set up as docs/deploy.md says (``DATABASE_TRANSACTION_POOLING``,
+    JIT off on the database); every test then also holds behind the pooler."""
     if not PG_URL:
         pytest.skip("TEST_DATABASE_URL is not set")
     folder: Path = tmp_path_factory.mktemp("hosts")
     prefix = f"{REDIS_PREFIX}:hosts-{uuid.uuid4().hex[:6]}"
-    with own_database("postgresql", folder, "hosts") as url:
+    with own_database("postgresql", folder, "hosts") as url, contextlib.ExitStack() as pooler:
+        (folder / "database_url").write_text(url)
         # migrations run once, here, before either host starts (docs/deploy.md)
         app = create_app(
             {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "setup", "PASSWORD_HASH_METHOD": CHEAP_PASSWORD_HASH}
@@ -57,7 +70,7 @@ def hosts(tmp_path_factory) -> tuple[int, int]:
             db.session.add(alice)
             db.session.flush()
             create_survey_from_spec(db.session, SMALL_SPEC, owner=alice)
-            for slug in CLOSABLE:
+            for slug in (*CLOSABLE, COUNTED):
                 create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": slug}, owner=alice)
             coded = create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": "coded", "access": "invitation"})
             db.session.flush()
@@ -72,7 +85,16 @@ def hosts(tmp_path_factory) -> tuple[int, int]:
             "RATELIMIT_KEY_PREFIX": prefix,
             "LOGIN_RATE_LIMIT": f"{LOGIN_LIMIT} per hour",  # an hour: the test never straddles a window
             "SUBMISSION_RATE_LIMIT": "100000 per minute",
+            "FOLD_SECONDS": "0.2",  # folds run often, between and during the tests' submissions
         }
+        if request.param == "pgbouncer":
+            with app.app_context():
+                database = db.engine.url.database
+                with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+                    connection.execute(text(f'ALTER DATABASE "{database}" SET jit = off'))
+                db.engine.dispose()
+            url = pooler.enter_context(start_pgbouncer(url, folder / "pgbouncer.log", pool_size=3))
+            settings["DATABASE_TRANSACTION_POOLING"] = "1"
         try:
             with (
                 start_gunicorn(url, folder / "a.log", **settings) as a,
@@ -179,3 +201,81 @@ def test_a_survey_closes_once_across_hosts(hosts):
         response.read()
         conn.close()
         assert response.status == 409, response.status
+
+
+def post_json(port: int, address: str, body: dict) -> int:
+    """The JSON submission from ``address``; its status."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        headers = {"Content-Type": "application/json", "X-Forwarded-For": address}
+        conn.request("POST", f"/api/surveys/{COUNTED}/responses", json.dumps(body), headers)
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def test_submissions_to_both_hosts_are_each_counted_once_while_they_fold(hosts):
+    """Eight clients, half on each host, send forty submissions each, the JSON body and the page's form
+    post, while both hosts fold the tallies every 0.2 s: every acknowledged submission is stored once
+    and every tally equals a recount (behind the pooler too, where the hosts' sixty connections take
+    turns on three)."""
+    a, b, folder = hosts
+    rng = np.random.default_rng(11)
+    sizes = {"drugs": 2, "mirror": 2, "often": 4, "age": 2}
+    bodies = [{key: int(rng.integers(k)) for key, k in sizes.items()} for _ in range(320)]
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        port = (a, b)[number % 2]
+        visitor = Visitor(address())
+        token = visitor.form_token(port, f"/s/{COUNTED}")
+        for i in range(40):
+            answers = bodies[number * 40 + i]
+            if i % 4 == 3:  # the page's form post: its session and CSRF token came from the other host
+                fields = {f"q_{key}": str(value) for key, value in answers.items()}
+                fields |= {"csrf_token": token, "submission_key": f"{number:02d}{i:04d}{uuid.uuid4().hex[:16]}"}
+                status = visitor.post((b, a)[number % 2], f"/s/{COUNTED}", fields)[0]
+                status = 201 if status == 303 else status
+            else:
+                status = post_json(port, visitor.address, {"answers": answers})
+            with lock:
+                statuses.append(status)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(statuses) == 320 and set(statuses) == {201}, sorted(set(statuses))
+
+    app = create_app({"SQLALCHEMY_DATABASE_URI": (folder / "database_url").read_text(), "SECRET_KEY": "check"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == COUNTED))
+        assert submission_count(db.session, survey) == 320
+        assert (
+            db.session.scalar(select(func.count()).select_from(Submission).where(Submission.survey_id == survey.id))
+            == 320
+        )
+        assert tally_mismatches(db.session, survey) == []
+        db.engine.dispose()
+
+
+def test_a_researcher_reads_results_and_downloads_the_answers_on_either_host(hosts):
+    a, b, folder = hosts
+    visitor = signed_in(a, b)
+    status, page = visitor.get(a, "/surveys/small-test/results")
+    assert status == 200 and "small-test" in page, (status, page[:300])
+    status, estimates = visitor.get(b, "/api/v1/surveys/small-test/estimates")
+    assert status == 200, estimates[:300]
+    status, csv_text = visitor.get(b, "/api/v1/surveys/small-test/responses.csv")
+    assert status == 200, csv_text[:300]
+    rows = csv_text.strip().splitlines()
+    app = create_app({"SQLALCHEMY_DATABASE_URI": (folder / "database_url").read_text(), "SECRET_KEY": "check"})
+    with app.app_context():
+        survey = db.session.scalar(select(Survey).where(Survey.slug == "small-test"))
+        assert len(rows) - 1 == submission_count(db.session, survey)
+        assert json.loads(estimates)["survey"]["submissions"] == submission_count(db.session, survey)
+        db.engine.dispose()

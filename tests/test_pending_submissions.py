@@ -379,7 +379,7 @@ def test_statistics_that_say_the_list_is_empty_leave_its_readers_and_the_fold_li
         db.session.execute(text("ANALYZE pending_submissions"))  # as autovacuum would, at an empty moment
         db.session.commit()
         tuples, pages = db.session.execute(
-            text("SELECT reltuples, relpages FROM pg_class WHERE relname = 'pending_submissions'")
+            text("SELECT reltuples, relpages FROM pg_class WHERE oid = 'pending_submissions'::regclass")
         ).one()
         assert tuples == 0 and pages > 0  # "empty", and pages to scale that density by: the trap
         for _ in range(listed_now):

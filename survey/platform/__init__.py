@@ -63,7 +63,7 @@ def init_app(app: Flask) -> None:
         connections.create_private_sqlite_file(db.engine.url)
         connections.check_connections_before_use(db.engine)
         connections.wait_for_sqlite_writers(db.engine)
-        connections.no_jit_on_postgresql(db.engine)
+        connections.no_jit_on_postgresql(db.engine, pooled=bool(app.config["DATABASE_TRANSACTION_POOLING"]))
         connections.erase_deleted_sqlite_rows(db.engine)
     app.config.setdefault("BABEL_DEFAULT_LOCALE", "en")
     babel.init_app(app)

@@ -47,6 +47,10 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "RATELIMIT_KEY_PREFIX": "survey",
         "LOGIN_RATE_LIMIT": "10 per minute",
         "SUBMISSION_RATE_LIMIT": "600 per minute",
+        # The app's PostgreSQL connections go through a pooler in transaction mode (PgBouncer's
+        # pool_mode = transaction), which hands a server connection to another client between
+        # transactions: nothing may be left on one (through_transaction_pooler).
+        "DATABASE_TRANSACTION_POOLING": False,
         # How many reverse proxies in front of the app set X-Forwarded-For/-Proto/-Host (0: none).
         "TRUSTED_PROXIES": 0,
         # The Strict-Transport-Security header; production_settings() sets it, development sends none.
@@ -198,7 +202,7 @@ def from_environment() -> dict[str, Any]:
                 values[key] = int(os.environ[key])
             except ValueError:
                 raise RuntimeError(f"{key} must be a whole number") from None
-    for key in ("MAIL_USE_TLS", "MAIL_USE_SSL", "DIRECT_SUBMISSIONS"):
+    for key in ("MAIL_USE_TLS", "MAIL_USE_SSL", "DIRECT_SUBMISSIONS", "DATABASE_TRANSACTION_POOLING"):
         if os.environ.get(key):
             values[key] = _flag(key, os.environ[key])
     # (PAIR_FOLD_SECONDS: its name while the fold added the pair tallies alone, still read)
@@ -248,6 +252,24 @@ def pool_without_churn(config: dict[str, Any]) -> None:
     config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_size": size, "max_overflow": 0}
 
 
+def through_transaction_pooler(config: dict[str, Any]) -> None:
+    """With ``DATABASE_TRANSACTION_POOLING`` on PostgreSQL, psycopg prepares no statement, whatever
+    else ``SQLALCHEMY_ENGINE_OPTIONS`` holds (the pool's size is kept).
+
+    psycopg 3 prepares a statement on the server after its fifth run and then calls it by name on the
+    same client connection; behind a pooler in transaction mode that name reaches whichever server
+    connection the pooler lends next, where it is missing or is another client's (``prepared
+    statement "_pg3_0" already exists``: tests/test_transaction_pooling.py shows it through PgBouncer).
+    The connections' other setting, JIT off, is then the database's to make
+    (survey.platform.connections.no_jit_on_postgresql)."""
+    url = str(config.get("SQLALCHEMY_DATABASE_URI") or "")
+    if not config.get("DATABASE_TRANSACTION_POOLING") or not url.startswith("postgresql"):
+        return
+    options = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+    options["connect_args"] = {**options.get("connect_args", {}), "prepare_threshold": None}
+    config["SQLALCHEMY_ENGINE_OPTIONS"] = options
+
+
 def _flag(key: str, text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -269,6 +291,7 @@ def load(app: Flask, test_config: dict[str, Any] | None = None) -> None:
         pool_without_churn(app.config)
     else:
         app.config.from_mapping(test_config)
+    through_transaction_pooler(app.config)
     if not app.config.get("SECRET_KEY"):
         # Development: a random key made on the first run and kept in instance/; an app built for a
         # test without one gets a random key of its own, and writes nothing.

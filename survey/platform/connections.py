@@ -219,7 +219,7 @@ def wait_for_sqlite_writers(engine: Engine, seconds: float = SQLITE_BUSY_SECONDS
         dbapi_connection.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
 
-def no_jit_on_postgresql(engine: Engine) -> None:
+def no_jit_on_postgresql(engine: Engine, pooled: bool = False) -> None:
     """Turn PostgreSQL's JIT compilation off for the app's connections.
 
     PostgreSQL compiles a statement to machine code when the planner's cost estimate passes
@@ -227,8 +227,32 @@ def no_jit_on_postgresql(engine: Engine) -> None:
     pair tallies with the submissions not yet folded (survey.domain.responses.writes.pair_cells) was
     estimated at 106 million and spent 308 of its 379 ms compiling, to read a few hundred rows; the
     fold, 540 of 654 ms. Nothing the app sends runs long enough for compiled code to pay back its
-    compilation."""
+    compilation.
+
+    Behind a pooler in transaction mode (``pooled``) a ``SET`` would stay on whichever server
+    connection it reached, for other clients, and miss the others: the database must have JIT off
+    (``ALTER DATABASE ... SET jit = off``, docs/deploy.md). The first connection asks, and a database
+    that still has it on is logged, once."""
     if engine.dialect.name != "postgresql":
+        return
+    if pooled:
+        asked = threading.Lock()
+
+        @event.listens_for(engine, "connect")
+        def check_jit(dbapi_connection: Any, record: Any) -> None:
+            if not asked.acquire(blocking=False):
+                return
+            autocommit = dbapi_connection.autocommit
+            dbapi_connection.autocommit = True
+            setting = dbapi_connection.execute("SHOW jit").fetchone()[0]
+            dbapi_connection.autocommit = autocommit
+            if setting != "off":
+                log.warning(
+                    "jit is %s on this database: behind a transaction pooler the app cannot turn it off "
+                    "per connection; run ALTER DATABASE <name> SET jit = off (docs/deploy.md, PgBouncer)",
+                    setting,
+                )
+
         return
 
     @event.listens_for(engine, "connect")
