@@ -178,48 +178,63 @@ def start_pgbouncer(database_url: str, log: Path, pool_size: int = 3) -> Iterato
     that database through it.
 
     Its settings are docs/deploy.md's (``pool_mode = transaction``) with a small pool, so that clients
-    take turns on few server connections and anything left on one meets another client. PgBouncer
-    refuses to run as root: started as root, it becomes ``postgres`` (``-u``), and its file is in a
-    directory of that user's."""
+    take turns on few server connections and anything left on one meets another client; a PgBouncer
+    that could keep prepared statements itself (1.21 and newer, on by default from 1.24) is told not
+    to, so that the tests meet what a pooler that cannot does. It logs in as the URL's user with no
+    password (``auth_type = any``: the tests' server trusts local connections). PgBouncer refuses to
+    run as root: started as root, it becomes ``postgres`` (``-u``), and its file is in a directory of
+    that user's."""
     import pwd
+    import shutil
     import tempfile
 
     assert Path(PGBOUNCER).exists(), f"{PGBOUNCER} is missing: `make pgbouncer` installs Debian's (make test does)"
+    version = subprocess.run([PGBOUNCER, "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"PgBouncer (\d+)\.(\d+)", version)
+    assert found, version
     target = urllib.parse.urlsplit(database_url.replace("postgresql+psycopg://", "postgresql://"))
+    user = target.username or "postgres"
     port = free_port()
     folder = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
-    ini = folder / "pgbouncer.ini"
-    ini.write_text(
-        "[databases]\n"
-        f"* = host={target.hostname} port={target.port or 5432} user={target.username or 'postgres'}\n"
-        "[pgbouncer]\n"
-        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
-        "auth_type = any\npool_mode = transaction\n"
-        f"default_pool_size = {pool_size}\nmax_client_conn = 1000\n"
-    )
-    command = [PGBOUNCER, str(ini)]
-    if os.geteuid() == 0:
-        user = pwd.getpwnam("postgres")
-        os.chown(folder, user.pw_uid, user.pw_gid)
-        os.chown(ini, user.pw_uid, user.pw_gid)
-        command[1:1] = ["-u", "postgres"]
-    with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    process = None
     try:
+        ini = folder / "pgbouncer.ini"
+        ini.write_text(
+            "[databases]\n"
+            f"* = host={target.hostname} port={target.port or 5432} user={user}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+            "auth_type = any\npool_mode = transaction\n"
+            f"default_pool_size = {pool_size}\nmax_client_conn = 1000\n"
+            + ("max_prepared_statements = 0\n" if (int(found[1]), int(found[2])) >= (1, 21) else "")
+        )
+        command = [PGBOUNCER, str(ini)]
+        if os.geteuid() == 0:
+            owner = pwd.getpwnam("postgres")
+            os.chown(folder, owner.pw_uid, owner.pw_gid)
+            os.chown(ini, owner.pw_uid, owner.pw_gid)
+            command[1:1] = ["-u", "postgres"]
+        with log.open("w") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                # (the port is ours only if PgBouncer still runs: it exits when it cannot bind)
+                assert process.poll() is None, log.read_text()
                 break
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "PgBouncer did not listen"
             time.sleep(0.05)
-        netloc = f"{target.username or 'postgres'}@127.0.0.1:{port}"
-        yield urllib.parse.urlunsplit(target._replace(netloc=netloc))
+        yield urllib.parse.urlunsplit(target._replace(netloc=f"{user}@127.0.0.1:{port}"))
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        ini.unlink()
-        folder.rmdir()
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Visitor:

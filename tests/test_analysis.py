@@ -15,11 +15,12 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
+from sqlalchemy.orm import Session
 
 from survey.domain.models import Submission, Survey
 from survey.domain.responses.tallies import rebuild_tallies
-from survey.domain.results.analysis import NO_ANSWER, week_label
+from survey.domain.results.analysis import NO_ANSWER, regression, week_label
 from survey.platform.extensions import db
 from survey.privacy import association, breakdown, estimate
 
@@ -270,3 +271,25 @@ def test_without_a_choice_the_downloads_start_where_the_pages_do(signed_in, answ
     assert (plain["question"], plain["by"]) == ("drugs", "age")
     fit = signed_in.get(f"/api/surveys/{answered}/regression").get_json()
     assert fit["outcome"] == "drugs" and [c["key"] for c in fit["covariates"]] == ["age"]
+
+
+def test_a_regression_leaves_its_connection_as_it_found_it(app, answered):
+    """The regression's join turns three planner settings off for its statement (plans.merge_joins);
+    after it each holds the value it had, within its transaction and after a commit: the connection's
+    own ``jit = off`` kept (a ``RESET`` set it back to the server's ``on``, which a commit kept)."""
+    with app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("PostgreSQL's planner settings")
+        settings = text(
+            "SELECT current_setting('enable_hashjoin'), current_setting('enable_nestloop'), current_setting('jit')"
+        )
+        with db.engine.connect() as connection:
+            session = Session(bind=connection)
+            before = session.execute(settings).one()
+            assert tuple(before) == ("on", "on", "off")  # the app's connections compile nothing
+            survey = session.scalar(select(Survey).where(Survey.slug == answered))
+            assert regression(session, survey, "drugs", ["age"]).fit.converged
+            assert session.execute(settings).one() == before
+            session.commit()
+            assert connection.execute(settings).one() == before
+            session.close()

@@ -76,6 +76,13 @@ def test_the_setting_turns_preparing_off_and_keeps_the_pool(monkeypatch):
         "max_overflow": 0,
         "connect_args": {"connect_timeout": 5, "prepare_threshold": None},
     }
+    # connect_args given as None are made a dict; a driver other than psycopg cannot be told
+    config = {"SQLALCHEMY_DATABASE_URI": url, "DATABASE_TRANSACTION_POOLING": True}
+    config["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": None}
+    through_transaction_pooler(config)
+    assert config["SQLALCHEMY_ENGINE_OPTIONS"] == {"connect_args": {"prepare_threshold": None}}
+    with pytest.raises(RuntimeError, match="needs the psycopg driver"):
+        through_transaction_pooler({**config, "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg2://u@h/survey"})
     # off, or on SQLite, nothing changes
     for unchanged in (
         {"SQLALCHEMY_DATABASE_URI": url, "DATABASE_TRANSACTION_POOLING": False},

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask
+from sqlalchemy.engine import make_url
 
 ENVIRONMENT_KEYS = ("SECRET_KEY", "DATABASE_URL", "SURVEY_ENV")
 #: The key development once signed cookies with: public, so refused in production. Development now
@@ -265,8 +266,10 @@ def through_transaction_pooler(config: dict[str, Any]) -> None:
     url = str(config.get("SQLALCHEMY_DATABASE_URI") or "")
     if not config.get("DATABASE_TRANSACTION_POOLING") or not url.startswith("postgresql"):
         return
+    if make_url(url).get_driver_name() != "psycopg":
+        raise RuntimeError("DATABASE_TRANSACTION_POOLING needs the psycopg driver (postgresql+psycopg://)")
     options = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
-    options["connect_args"] = {**options.get("connect_args", {}), "prepare_threshold": None}
+    options["connect_args"] = {**(options.get("connect_args") or {}), "prepare_threshold": None}
     config["SQLALCHEMY_ENGINE_OPTIONS"] = options
 
 

@@ -231,8 +231,8 @@ def no_jit_on_postgresql(engine: Engine, pooled: bool = False) -> None:
 
     Behind a pooler in transaction mode (``pooled``) a ``SET`` would stay on whichever server
     connection it reached, for other clients, and miss the others: the database must have JIT off
-    (``ALTER DATABASE ... SET jit = off``, docs/deploy.md). The first connection asks, and a database
-    that still has it on is logged, once."""
+    (``ALTER DATABASE ... SET jit = off``, docs/deploy.md). Each process's first connection asks, and
+    a database that still has it on is logged, once per process."""
     if engine.dialect.name != "postgresql":
         return
     if pooled:
@@ -243,9 +243,15 @@ def no_jit_on_postgresql(engine: Engine, pooled: bool = False) -> None:
             if not asked.acquire(blocking=False):
                 return
             autocommit = dbapi_connection.autocommit
-            dbapi_connection.autocommit = True
-            setting = dbapi_connection.execute("SHOW jit").fetchone()[0]
-            dbapi_connection.autocommit = autocommit
+            try:
+                dbapi_connection.autocommit = True
+                setting = dbapi_connection.execute("SHOW jit").fetchone()[0]
+            except Exception:
+                asked.release()  # the next connection asks instead
+                raise
+            finally:
+                if not dbapi_connection.closed:
+                    dbapi_connection.autocommit = autocommit
             if setting != "off":
                 log.warning(
                     "jit is %s on this database: behind a transaction pooler the app cannot turn it off "

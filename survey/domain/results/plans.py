@@ -20,20 +20,27 @@ from collections.abc import Iterator
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-#: Settings for a join of sorted index scans (each set for the transaction, and reset after).
+#: Settings for a join of sorted index scans (each set for the transaction, and restored after).
 MERGE_JOIN_SETTINGS = ("enable_hashjoin", "enable_nestloop", "jit")
 
 
 @contextlib.contextmanager
 def merge_joins(session: Session) -> Iterator[None]:
-    """Within the block, PostgreSQL joins by merging (see the module's docstring)."""
+    """Within the block, PostgreSQL joins by merging (see the module's docstring).
+
+    After it, each setting gets back the value it had, for the rest of the transaction only
+    (``set_config(..., true)``): a ``RESET`` would set the connection's own value, which a commit
+    keeps, so that the connection's ``jit = off`` (survey.platform.connections) would be lost, and
+    behind a transaction pooler another client's connection changed. A block that raises leaves them
+    to the rollback, which undoes them (a statement in a failed transaction would hide the error)."""
     if session.get_bind().dialect.name != "postgresql":
         yield
         return
+    names = {f"n{i}": name for i, name in enumerate(MERGE_JOIN_SETTINGS)}
+    read = ", ".join(f"current_setting(:{key})" for key in names)
+    before = dict(zip(names, session.execute(text(f"SELECT {read}"), names).one(), strict=True))
     for name in MERGE_JOIN_SETTINGS:
         session.execute(text(f"SET LOCAL {name} = off"))
-    try:
-        yield
-    finally:
-        for name in MERGE_JOIN_SETTINGS:
-            session.execute(text(f"RESET {name}"))
+    yield
+    restore = ", ".join(f"set_config(:{key}, :v{key}, true)" for key in names)
+    session.execute(text(f"SELECT {restore}"), {**names, **{f"v{key}": value for key, value in before.items()}})
