@@ -332,3 +332,27 @@ def test_request_log_carries_no_client_address(caplog):
     )
     DropClientAddress().filter(record)
     assert record.getMessage() == '"POST /s/small-test HTTP/1.1" 303 -'
+
+
+def test_a_respondent_page_reads_its_survey_once(app, client, small_survey):
+    """The page's language is chosen among its survey's (survey.web.languages) before the view reads
+    the same survey: one SELECT of it serves both (survey.web.common.survey_at), on the survey page,
+    its privacy page and its thank-you page; and a second request reads it afresh."""
+    from sqlalchemy import event
+
+    with app.app_context():
+        engine = db.engine
+    seen: list[str] = []
+
+    def log(conn, cursor, statement, *args) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", log)
+    try:
+        for path in (f"/s/{small_survey}", f"/s/{small_survey}/privacy", f"/s/{small_survey}/thanks"):
+            seen.clear()
+            assert client.get(path).status_code == 200
+            surveys = [s for s in seen if re.search(r"FROM surveys\b", s) and "JOIN" not in s]
+            assert len(surveys) == 1, (path, surveys)
+    finally:
+        event.remove(engine, "before_cursor_execute", log)

@@ -35,7 +35,7 @@ def init_app(app: Flask) -> None:
     before use, outages noted) and its migrations, translations, CSRF, sign-in sessions, the health check, rate
     limits, gzip for respondents' pages, security headers and error pages, static files under hashed
     names, log scrubbing and the CLI commands."""
-    from . import assets, cli, compression, connections, logs, security
+    from . import assets, cli, compression, connections, logs, request_translations, security
     from .bodies import BoundedRequest
     from .extensions import babel, csrf, db, login_manager, migrate
     from .health import bp as health_bp
@@ -67,6 +67,7 @@ def init_app(app: Flask) -> None:
         connections.erase_deleted_sqlite_rows(db.engine)
     app.config.setdefault("BABEL_DEFAULT_LOCALE", "en")
     babel.init_app(app)
+    request_translations.install(app)
     csrf.init_app(app)
     login_manager.init_app(app)
     app.register_blueprint(health_bp)

@@ -18,6 +18,7 @@ from flask import Flask, Response, current_app, flash, g, jsonify, redirect, req
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from flask_login import current_user
+from sqlalchemy import select
 
 from survey.domain.accounts.api_tokens import Grant
 from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey_access
@@ -89,6 +90,20 @@ class FormErrors:
 
 
 T = TypeVar("T")
+
+
+def survey_at(slug: str) -> Survey | None:
+    """The survey at ``slug``, read once per request: a respondent's page is given a language from
+    its survey's (survey.web.languages) before its view reads the same survey, where a second SELECT
+    by slug would only find the same object in the session. Kept with the request it was read for,
+    so that requests sharing one app context (a test's) each read it afresh."""
+    current = request._get_current_object()  # type: ignore[attr-defined]
+    kept = g.get("surveys_at")
+    if kept is None or kept[0] is not current:
+        kept = g.surveys_at = (current, {})
+    if slug not in kept[1]:
+        kept[1][slug] = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    return kept[1][slug]
 
 
 def see_other(endpoint: str, message: str | None = None, *, anchor: str | None = None, **values: Any) -> Response:

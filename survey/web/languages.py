@@ -22,15 +22,15 @@ from urllib.parse import urlencode
 from babel.lists import format_list
 from flask import Flask, Response, current_app, g, has_request_context, request
 from flask_login import current_user
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from survey.domain.accounts.access import allowed
-from survey.domain.models import Survey
 from survey.domain.surveys.content_translations import languages_of_survey
 from survey.platform.connections import UNAVAILABLE, is_unavailable
 from survey.platform.extensions import db
 from survey.platform.translations import LANGUAGES, RIGHT_TO_LEFT
+
+from .common import survey_at
 
 DEFAULT = "en"
 #: The blueprints whose pages a respondent sees.
@@ -62,7 +62,7 @@ def _survey_languages() -> list[str] | None:
         # language); a statement here would wait on, or fail like, the one that could not run
         return None
     try:
-        survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+        survey = survey_at(slug)
         if survey is None or (survey.is_draft and not allowed(current_user, survey, "edit")):
             return None
         return languages_of_survey(db.session, survey)
@@ -153,9 +153,10 @@ def _remember_choice(response: Response) -> Response:
 
 def init_app(app: Flask) -> None:
     """The locale selector, the cookie the switch sets, and ``lang``/``dir``/the switch for templates."""
-    from flask_babel import get_locale, gettext
+    from flask_babel import get_locale
 
     from survey.domain.surveys import wording
+    from survey.platform.request_translations import gettext
 
     app.extensions["babel"].locale_selector = select_locale
     app.after_request(_remember_choice)

@@ -15,8 +15,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from flask_babel import gettext
-
 from survey.domain.models import Question, Survey
 from survey.domain.surveys.kinds import Kind
 from survey.domain.surveys.wording import (
@@ -30,6 +28,7 @@ from survey.domain.surveys.wording import (
     sent_sentence,
     total_deniability_sentence,
 )
+from survey.platform.request_translations import gettext
 from survey.privacy import Mechanism, Randomizer
 from survey.privacy.designs import DESIGNS
 from survey.privacy.physical import physical_procedure

@@ -5,7 +5,6 @@ from typing import Any
 from flask import Response, abort, g, redirect, render_template, request, session, url_for
 from flask_babel import get_locale
 from flask_login import current_user, login_required
-from sqlalchemy import select
 
 from survey.domain.accounts.access import allowed, survey_for
 from survey.domain.errors import DomainError, Forbidden
@@ -17,7 +16,7 @@ from survey.platform.extensions import csrf, db
 from survey.privacy.designs import DESIGNS
 
 from .. import submitting
-from ..common import localized, say
+from ..common import localized, say, survey_at
 from . import bp
 from .page import contact_href, option_label, sent_views, survey_page
 
@@ -30,7 +29,7 @@ SENT = "sent"
 
 
 def _survey_or_404(slug: str) -> Survey:
-    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    survey = survey_at(slug)
     if survey is None or survey.status == "draft":
         abort(404)
     return survey
@@ -238,7 +237,7 @@ def privacy(slug: str):
     key, text, option, number of questions or ε); with the code the survey page links here with, it
     shows each question as the survey page does. The survey's organizers see the whole page, marked
     as a preview (a draft's too)."""
-    survey = db.session.scalar(select(Survey).where(Survey.slug == slug))
+    survey = survey_at(slug)
     if survey is None:
         abort(404)
     code = _usable_code(survey, request.args.get("code", ""))
