@@ -14,6 +14,10 @@ processes), in interleaved rounds so that a slow minute of this shared machine h
   at ``TEST_REDIS_URL``, default redis://127.0.0.1:6379/0), as several workers or hosts run in
   production (docs/deploy.md): one round trip to Redis a submission, which the other arms count in
   each worker's memory;
+* *gunicorn, through PgBouncer*: the same, its connections through PgBouncer in transaction mode
+  (``DATABASE_TRANSACTION_POOLING=1``, JIT off on the database, 8 server connections for the workers'
+  60), as docs/deploy.md says to run many hosts on one database: what the pooler's hop costs (its
+  CPU is counted with the arm's);
 * *gunicorn, page's form post*: the same server, loaded with what the survey page's script sends (a
   form post to ``/s/<slug>`` with the session cookie, its CSRF token and a fresh submission key,
   answered 303 to the thank-you page), which Flask answers: what a respondent in a browser costs;
@@ -34,6 +38,7 @@ benchmarks/serving_alternatives.md`` (needs ``wrk``: ``make wrk``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -50,6 +55,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +75,7 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
     wrk_lua,
     wrk_script,
 )
-from benchmarks.scale_ingest import errors_of, load, set_auto_close, tree_cpu  # noqa: E402
+from benchmarks.scale_ingest import TICKS, errors_of, load, set_auto_close, tree_cpu  # noqa: E402
 from tests.databases import REDIS_URL  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -94,6 +100,12 @@ ARMS: dict[str, tuple[list[str], str | None, str, dict[str, str]]] = {
         None,
         APP,
         {"RATELIMIT_STORAGE_URL": REDIS_URL, "RATELIMIT_KEY_PREFIX": "benchmark-serving"},
+    ),
+    "gunicorn, through PgBouncer": (
+        [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
+        None,
+        APP,
+        {"DATABASE_URL": "{pgbouncer}", "DATABASE_TRANSACTION_POOLING": "1"},
     ),
     "gunicorn, page's form post": (
         [str(BIN / "gunicorn"), "-c", "python:survey.platform.gunicorn_conf", "--http-parser", "python"],
@@ -126,10 +138,14 @@ ARMS: dict[str, tuple[list[str], str | None, str, dict[str, str]]] = {
 }
 
 
-def web_run(database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path) -> dict:
+def web_run(
+    database: Database, arm: str, workers: int, seconds: float, script: Path, log: Path, places: dict[str, str]
+) -> dict:
+    """One run of ``arm``; ``places`` fills the ``{name}`` in its environment (``{pgbouncer}``: the
+    database's URL through the run's PgBouncer)."""
     command, _, application, extra = ARMS[arm]
     port = free_port()
-    env = {**server_env(database, port, workers), **extra}
+    env = {**server_env(database, port, workers), **{k: v.format(**places) for k, v in extra.items()}}
     before = stored_submissions(database)
     args = [part.format(port=port, workers=workers) for part in command] + [application]
     with log.open("a") as out:
@@ -138,9 +154,10 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
         wait_healthy(port, server)
         if arm in FORM_POSTS:
             script = form_script(database, port, script.parent / "form.lua")
-        cpu = tree_cpu(server.pid)
+        pooled = any("{pgbouncer}" in value for value in extra.values())
+        cpu = tree_cpu(server.pid) + (named_cpu("pgbouncer") if pooled else 0.0)
         result, elapsed = load(port, 8, seconds, script)
-        cpu = tree_cpu(server.pid) - cpu
+        cpu = tree_cpu(server.pid) + (named_cpu("pgbouncer") if pooled else 0.0) - cpu
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
@@ -151,6 +168,23 @@ def web_run(database: Database, arm: str, workers: int, seconds: float, script: 
         "errors": errors_of(result),
         "lost": max(0, created - (stored_submissions(database) - before)),
     }
+
+
+def named_cpu(name: str) -> float:
+    """CPU seconds (user + system) spent so far by the processes called ``name`` (PgBouncer, which is
+    no child of the server it serves: its CPU is counted with the arm that goes through it)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.index("(") + 1 : stat.rindex(")")] == name:
+            fields = stat.rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
 
 
 #: The arms loaded with the survey page's form post instead of the JSON API's body.
@@ -196,21 +230,46 @@ def run(
     wrk_script(database, script, np.random.default_rng(7))
     log = workdir / "servers.log"
     rows: list[dict] = []
+    places: dict[str, str] = {}
     try:
-        set_auto_close(database, False)
-        ceiling_run(database, workers, 5, "naive")  # not counted: no measured run meets a cold database
-        for arm in arms:
-            web_run(database, arm, workers, 5, script, log)
-        for number in range(rounds):
-            plain = ceiling_run(database, workers, seconds, "naive")["rate"]
-            row: dict = {"round": number + 1, "plain": plain}
-            for arm in arms if number % 2 == 0 else arms[::-1]:  # each arm first in every other round
-                row[arm] = web_run(database, arm, workers, seconds, script, log)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        with contextlib.ExitStack() as pooler:
+            if any("{pgbouncer}" in value for arm in arms for value in ARMS[arm][3].values()):
+                places["pgbouncer"] = pooler.enter_context(through_pgbouncer(database, workdir))
+            set_auto_close(database, False)
+            ceiling_run(database, workers, 5, "naive")  # not counted: no measured run meets a cold database
+            for arm in arms:
+                web_run(database, arm, workers, 5, script, log, places)
+            for number in range(rounds):
+                plain = ceiling_run(database, workers, seconds, "naive")["rate"]
+                row: dict = {"round": number + 1, "plain": plain}
+                for arm in arms if number % 2 == 0 else arms[::-1]:  # each arm first in every other round
+                    row[arm] = web_run(database, arm, workers, seconds, script, log, places)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
         return {"arms": arms, "rows": rows, "workers": workers, "seconds": seconds}
     finally:
         database.drop()
+
+
+#: Server connections PgBouncer lends the arm through it: as many as PostgreSQL runs well at once on
+#: this machine's two cores, fewer than the workers' client connections (4 × 15).
+PGBOUNCER_POOL = 8
+
+
+@contextlib.contextmanager
+def through_pgbouncer(database: Database, workdir: Path) -> Iterator[str]:
+    """PgBouncer in transaction mode in front of ``database``, set up as docs/deploy.md says (JIT off
+    on the database); yields the database's URL through it."""
+    from sqlalchemy import create_engine, text
+
+    from tests.servers import start_pgbouncer
+
+    admin = create_engine(database.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'ALTER DATABASE "{admin.url.database}" SET jit = off'))
+    admin.dispose()
+    with start_pgbouncer(database.url, workdir / "pgbouncer.log", pool_size=PGBOUNCER_POOL) as url:
+        yield url
 
 
 def report(result: dict, header: str) -> str:
@@ -267,9 +326,10 @@ def main() -> None:
             versions.append(f"{module} {importlib.metadata.version(module)}")
         except importlib.metadata.PackageNotFoundError:  # not installed: not run
             versions.append(f"{module} not installed")
+    chosen = "".join(f" --arm {arm!r}" for arm in args.arm or [])
     header = (
         f"`python benchmarks/serving_alternatives.py --workers {args.workers} --seconds {args.seconds:g}"
-        f" --rounds {args.rounds}` on {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine"
+        f" --rounds {args.rounds}{chosen}` on {time.strftime('%Y-%m-%d')}, this {os.cpu_count()}-core machine"
         f" (Python {platform.python_version()}; {', '.join(versions)}; {(time.time() - started) / 60:.1f} min)."
         f" {result['workers']} worker processes each, 8 wrk connections, {args.seconds:g} s a run, interleaved"
         " rounds; *plain SQL*: as many psycopg processes as workers, one INSERT per row (scale_ingest.py's"
