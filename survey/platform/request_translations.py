@@ -8,8 +8,11 @@ to 2 ms of the page's 11 ms of CPU (benchmarks/respondent_page.md).
 Here the catalog Flask-Babel returns is kept beside the request's locale and domain, in Flask-Babel's
 own per-request namespace, and given again while both are still the very objects it was found for.
 So ``force_locale`` (which puts another locale object there) and ``refresh`` (which removes it) are
-obeyed as by Flask-Babel itself, and where that namespace is not as Flask-Babel 4 keeps it (outside
-a request, or another version), every call goes to Flask-Babel's own lookup.
+obeyed as by Flask-Babel itself. Outside any context, and wherever that namespace is not as Flask-Babel
+4 keeps it (a context where no word was looked up yet, or another version: pyproject.toml holds it
+below 5), a call goes to Flask-Babel's own lookup; in an app context without a request (a command, a
+mail sent after the response) the catalog is kept as in a request, for as long as Flask-Babel keeps
+the locale there.
 """
 
 from __future__ import annotations

@@ -96,7 +96,11 @@ def survey_at(slug: str) -> Survey | None:
     """The survey at ``slug``, read once per request: a respondent's page is given a language from
     its survey's (survey.web.languages) before its view reads the same survey, where a second SELECT
     by slug would only find the same object in the session. Kept with the request it was read for,
-    so that requests sharing one app context (a test's) each read it afresh."""
+    so that requests sharing one app context (a test's) each read it afresh.
+
+    For requests that read a survey, not those that make or delete one: a slug found empty stays
+    empty for the rest of the request, and a survey deleted after it was read here is not noticed
+    (it would fail as deleted where a new SELECT would have found none)."""
     current = request._get_current_object()  # type: ignore[attr-defined]
     kept = g.get("surveys_at")
     if kept is None or kept[0] is not current:
