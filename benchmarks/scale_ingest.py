@@ -77,27 +77,41 @@ def with_slowest(script: Path) -> None:
     script.write_text(text)
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) spent so far by the live descendants of process ``pid`` (gunicorn's
-    workers are its children; another server's may be its grandchildren)."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
+def _processes() -> dict[int, tuple[int, str, float]]:
+    """Every live process: its parent's pid, its name and its CPU seconds (user + system) so far, from /proc."""
+    found: dict[int, tuple[int, str, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            stat = (entry / "stat").read_text()
         except OSError:
             continue
-        # fields after the name: state, ppid, ..., utime (12), stime (13)
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS
+        # "pid (name) state ppid ...": after the name, utime and stime are fields 12 and 13
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        found[int(entry.name)] = (int(fields[1]), name, (int(fields[11]) + int(fields[12])) / TICKS)
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by the live descendants of process ``pid`` (gunicorn's
+    workers are its children; another server's may be its grandchildren)."""
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for child, (parent, _, _) in processes.items():
+        children.setdefault(parent, []).append(child)
     total, stack = 0.0, list(children.get(pid, []))
     while stack:
         child = stack.pop()
-        total += cpu.get(child, 0.0)
+        total += processes[child][2]
         stack += children.get(child, [])
     return total
+
+
+def named_cpu(name: str) -> float:
+    """CPU seconds (user + system) spent so far by the live processes called ``name`` (PgBouncer, which
+    is no child of the server it serves)."""
+    return sum(cpu for _, called, cpu in _processes().values() if called == name)
 
 
 def set_auto_close(database: Database, on: bool) -> None:

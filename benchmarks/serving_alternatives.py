@@ -75,7 +75,7 @@ from benchmarks.scale import (  # noqa: E402 - after the path above
     wrk_lua,
     wrk_script,
 )
-from benchmarks.scale_ingest import TICKS, errors_of, load, set_auto_close, tree_cpu  # noqa: E402
+from benchmarks.scale_ingest import errors_of, load, named_cpu, set_auto_close, tree_cpu  # noqa: E402
 from tests.databases import REDIS_URL  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -154,7 +154,7 @@ def web_run(
         wait_healthy(port, server)
         if arm in FORM_POSTS:
             script = form_script(database, port, script.parent / "form.lua")
-        pooled = any("{pgbouncer}" in value for value in extra.values())
+        pooled = through_pooler(arm)
         cpu = tree_cpu(server.pid) + (named_cpu("pgbouncer") if pooled else 0.0)
         result, elapsed = load(port, 8, seconds, script)
         cpu = tree_cpu(server.pid) + (named_cpu("pgbouncer") if pooled else 0.0) - cpu
@@ -170,21 +170,10 @@ def web_run(
     }
 
 
-def named_cpu(name: str) -> float:
-    """CPU seconds (user + system) spent so far by the processes called ``name`` (PgBouncer, which is
-    no child of the server it serves: its CPU is counted with the arm that goes through it)."""
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.index("(") + 1 : stat.rindex(")")] == name:
-            fields = stat.rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICKS
-    return total
+def through_pooler(arm: str) -> bool:
+    """Whether ``arm`` reaches the database through the run's PgBouncer (whose CPU is then counted
+    with the arm's: it is no child of the server)."""
+    return any("{pgbouncer}" in value for value in ARMS[arm][3].values())
 
 
 #: The arms loaded with the survey page's form post instead of the JSON API's body.
@@ -233,7 +222,7 @@ def run(
     places: dict[str, str] = {}
     try:
         with contextlib.ExitStack() as pooler:
-            if any("{pgbouncer}" in value for arm in arms for value in ARMS[arm][3].values()):
+            if any(through_pooler(arm) for arm in arms):
                 places["pgbouncer"] = pooler.enter_context(through_pgbouncer(database, workdir))
             set_auto_close(database, False)
             ceiling_run(database, workers, 5, "naive")  # not counted: no measured run meets a cold database

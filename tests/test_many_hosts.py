@@ -32,7 +32,7 @@ from survey.platform.schema import upgrade_database
 from .accounts import PASSWORD
 from .databases import PG_URL, REDIS_PREFIX, REDIS_URL, delete_redis_keys, own_database
 from .live import CHEAP_PASSWORD_HASH
-from .servers import Visitor, race, start_gunicorn, start_pgbouncer
+from .servers import Visitor, race, request_json, start_gunicorn, start_pgbouncer
 from .surveys import GOOD, SMALL_SPEC
 
 pytestmark = pytest.mark.postgresql  # a PostgreSQL database of its own (tests/databases.py, own_database)
@@ -206,19 +206,6 @@ def test_a_survey_closes_once_across_hosts(hosts):
         assert response.status == 409, response.status
 
 
-def post_json(port: int, address: str, body: dict, slug: str = COUNTED) -> int:
-    """The JSON submission from ``address``; its status."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        headers = {"Content-Type": "application/json", "X-Forwarded-For": address}
-        conn.request("POST", f"/api/surveys/{slug}/responses", json.dumps(body), headers)
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
-
-
 def test_submissions_to_both_hosts_are_each_counted_once_while_they_fold(hosts):
     """Eight clients, half on each host, send forty submissions each, the JSON body and the page's form
     post, while both hosts fold the tallies every 0.2 s: every acknowledged submission is stored once
@@ -251,7 +238,7 @@ def test_submissions_to_both_hosts_are_each_counted_once_while_they_fold(hosts):
                 status = visitor.post((b, a)[number % 2], f"/s/{COUNTED}", fields)[0]
                 status = 201 if status == 303 else status
             else:
-                status = post_json(port, visitor.address, {"answers": answers})
+                status = request_json(port, "POST", f"/api/surveys/{COUNTED}/responses", {"answers": answers})[0]
             with lock:
                 statuses.append(status)
 
@@ -282,7 +269,7 @@ def test_a_researcher_reads_results_and_downloads_the_answers_on_either_host(hos
     sent to both."""
     a, b, folder = hosts
     for i, answers in enumerate(ANALYSED):  # (no other test sends answers to the small survey)
-        assert post_json((a, b)[i % 2], address(), {"answers": answers}, "small-test") == 201
+        assert request_json((a, b)[i % 2], "POST", "/api/surveys/small-test/responses", {"answers": answers})[0] == 201
     visitor = signed_in(a, b)
     status, page = visitor.get(a, "/surveys/small-test/results")
     assert status == 200 and "small-test" in page, (status, page[:300])
