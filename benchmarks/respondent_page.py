@@ -9,6 +9,10 @@ bytes, the CPU per request (process time, median over the blocks) and its ratio 
 request's; and the bytes of a first visit (the page and every file it names, headers included) and
 of a repeat visit (the page alone: its files are cached ``immutable`` under hashed names).
 
+A fourth arm, uncompressed too, is a second app on the same database that keeps no question's HTML
+(``RESPONDENT_FRAGMENTS_KEPT=0``, survey.web.respond.fragments): the CPU the kept questions save, as
+the median of the per-block ratios.
+
 Run ``python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md``.
 """
 
@@ -37,6 +41,9 @@ KINDS = {
     "br": {"Accept-Encoding": "gzip, deflate, br, zstd"},
 }
 
+#: The arm whose app keeps no question's HTML.
+UNKEPT = "unkept"
+
 
 def wire(response) -> int:
     """Bytes on the wire: status line, headers, body as sent."""
@@ -46,25 +53,30 @@ def wire(response) -> int:
 
 def measure(blocks: int, per_block: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/page.sqlite", "SECRET_KEY": "bench"})
+        config = {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/page.sqlite", "SECRET_KEY": "bench"}
+        app = create_app(config)
+        unkept = create_app({**config, "RESPONDENT_FRAGMENTS_KEPT": 0})
         with app.app_context():
             upgrade_database()
             slug = create_demo(db.session, respondents=5).slug
             db.session.commit()
         client = app.test_client()
+        arms = {kind: (client, headers) for kind, headers in KINDS.items()}
+        arms[UNKEPT] = (unkept.test_client(), KINDS["none"])
         path = f"/s/{slug}"
-        cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        cpu: dict[str, list[float]] = {kind: [] for kind in arms}
         page_bytes: dict[str, int] = {}
-        for headers in KINDS.values():  # warm up: templates compiled, caches filled
+        for arm_client, headers in arms.values():  # warm up: templates compiled, caches filled
             for _ in range(5):
-                client.get(path, headers=headers)
+                arm_client.get(path, headers=headers)
         for _ in range(blocks):
-            for kind, headers in KINDS.items():
+            for kind, (arm_client, headers) in arms.items():
                 start = time.process_time()
                 for _ in range(per_block):
-                    response = client.get(path, headers=headers)
+                    response = arm_client.get(path, headers=headers)
                 cpu[kind].append((time.process_time() - start) / per_block)
                 page_bytes[kind] = len(response.get_data())
+        assert page_bytes[UNKEPT] == page_bytes["none"]
         visits = {}
         for kind, headers in KINDS.items():
             page = client.get(path, headers=headers)
@@ -76,8 +88,9 @@ def measure(blocks: int, per_block: int) -> dict:
             first = wire(page) + sum(wire(client.get(url, headers=headers)) for url in files)
             on_use = sum(wire(client.get(url, headers=headers)) for url in later)
             visits[kind] = {"first": first, "repeat": wire(page), "files": len(files), "later": on_use}
-        with app.app_context():
-            db.engine.dispose()
+        for each in (app, unkept):
+            with each.app_context():
+                db.engine.dispose()
     return {"cpu": cpu, "bytes": page_bytes, "visits": visits}
 
 
@@ -85,7 +98,7 @@ def report(result: dict, header: str) -> str:
     cpu = {kind: statistics.median(values) for kind, values in result["cpu"].items()}
     ratios = {
         kind: statistics.median(c / n for c, n in zip(result["cpu"][kind], result["cpu"]["none"], strict=True))
-        for kind in KINDS
+        for kind in result["cpu"]
     }
     lines = [
         "# The respondent's page: bytes sent and what compressing costs",
@@ -111,6 +124,17 @@ def report(result: dict, header: str) -> str:
         " *Loaded when used*: the scripts the page names in `data-src` and loads at their first use"
         ' ("Try it" when a question\'s panel is opened, the language switch after an answer), not part of'
         " the first visit.",
+        "",
+        "## The questions kept",
+        "",
+        "The same page uncompressed, from an app that makes every question's HTML on every request"
+        " (`RESPONDENT_FRAGMENTS_KEPT=0`) and from one that keeps it keyed on its content"
+        " (survey.web.respond.fragments), interleaved in the blocks above.",
+        "",
+        "| questions | CPU per request | ÷ made every time |",
+        "|---|---|---|",
+        f"| made every time | {cpu[UNKEPT] * 1000:.2f} ms | 1.00 |",
+        f"| kept | {cpu['none'] * 1000:.2f} ms | {1 / ratios[UNKEPT]:.2f} |",
     ]
     return "\n".join(lines) + "\n"
 

@@ -18,6 +18,7 @@ from survey.privacy.designs import DESIGNS
 from .. import submitting
 from ..common import localized, say, survey_at
 from . import bp
+from .fragments import question_html
 from .page import contact_href, option_label, sent_views, survey_page
 
 FIELD_PREFIX = "q_"
@@ -40,6 +41,9 @@ def _read(survey: Survey) -> Survey | TranslatedSurvey:
     (survey.web.languages offers no other)."""
     language = str(get_locale() or "en")
     return in_language(survey, language, stored_texts(db.session, survey, language))
+
+
+bp.add_app_template_global(question_html, "question_html")
 
 
 @bp.app_template_filter("option_label")
