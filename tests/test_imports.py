@@ -278,7 +278,7 @@ def test_an_upload_lists_its_rows_for_the_fold_and_the_site_starts_one_at_once(a
     with app.app_context():
         assert listed(db.session) == 10
         _clean(app, small_survey)  # the readers count the listed rows: tallies and recount agree
-    monkeypatch.setattr(folding, "_next_at", float("inf"))  # as if a fold had just started: no interval frees one
+    folding.clock(app).next_at = float("inf")  # as if a fold had just started: no interval frees one
     app.config["FOLD_SECONDS"] = 3600.0
     started = []
     monkeypatch.setattr(background, "run_later", lambda *a, real=background.run_later: started.append(a) or real(*a))

@@ -109,7 +109,7 @@ def test_a_listed_submission_whose_row_is_gone_adds_nothing_and_is_dropped(app, 
 
 
 def test_the_web_process_folds_in_the_background_at_most_once_per_interval(app, client, small_survey, monkeypatch):
-    monkeypatch.setattr(folding, "_next_at", 0.0)
+    folding.clock(app).next_at = 0.0
     app.config["FOLD_SECONDS"] = 3600.0  # one fold now, none again during the test
     rng = np.random.default_rng(44)
     started = []
@@ -140,7 +140,7 @@ def test_a_host_of_four_workers_starts_a_fold_about_once_an_interval_not_four(ap
         """Over 10 s of submissions, one every 0.125 s (a step with no rounding): at which of them a fold
         was started."""
         monkeypatch.setenv("SURVEY_WORKER_PROCESSES", processes)
-        monkeypatch.setattr(folding, "_next_at", 0.0)
+        folding.clock(app).next_at = 0.0
         started = []
         for i in range(80):
             if folding.fold_soon(app):
@@ -151,6 +151,21 @@ def test_a_host_of_four_workers_starts_a_fold_about_once_an_interval_not_four(ap
     assert folds_started("4") == [0, 32, 64]  # at 0, 4 and 8 s
     assert folds_started("1") == list(range(0, 80, 8))  # one process: every second
     assert folds_started("0") == folds_started("many") == list(range(0, 80, 8))  # not a count above 0: as one
+
+
+def test_two_apps_in_one_process_keep_their_own_fold_clock(app, monkeypatch):
+    """A fold one app started does not hold back another's in the same process (as the tests build
+    one app after another): the interval is the app's, not the module's."""
+    from survey import create_app
+
+    monkeypatch.setattr(folding, "time", SimpleNamespace(monotonic=lambda: 1000.0))
+    monkeypatch.setattr(background, "run_later", lambda *a: True)
+    monkeypatch.setenv("SURVEY_WORKER_PROCESSES", "1")
+    other = create_app({**app.config, "FOLD_SECONDS": 3600.0})
+    app.config["FOLD_SECONDS"] = 3600.0
+    assert folding.fold_soon(app) is True and folding.fold_soon(app) is False
+    assert folding.fold_soon(other) is True and folding.fold_soon(other) is False
+    assert folding.clock(app) is not folding.clock(other)
 
 
 def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_traceback(caplog, monkeypatch):

@@ -31,24 +31,39 @@ from .config import worker_processes
 from .connections import UNAVAILABLE, is_unavailable, outage
 from .extensions import db
 
-_lock = threading.Lock()
-_next_at = 0.0
+
+class Clock:
+    """When the app's process may start its next fold. Held by the app (``app.extensions``), not by
+    the module: in production one process is one app, and where several apps share a process (the
+    tests, a script) a fold one started does not hold back another's."""
+
+    def __init__(self) -> None:
+        self.next_at = 0.0
+        self.lock = threading.Lock()
+
+
+def clock(app: Flask) -> Clock:
+    """The app's fold clock, made with its first use."""
+    found = app.extensions.get("folding")
+    if found is None:
+        found = app.extensions.setdefault("folding", Clock())
+    return found
 
 
 def fold_soon(app: Flask) -> bool:
-    """Start a fold in the background unless this process started one less than ``FOLD_SECONDS``
-    × its host's worker processes ago; whether one was started."""
-    global _next_at
+    """Start a fold in the background unless this app's process started one less than
+    ``FOLD_SECONDS`` × its host's worker processes ago; whether one was started."""
     every = app.config["FOLD_SECONDS"]
     if not every:
         return False
     now = time.monotonic()
-    if now < _next_at:  # the common case, read without the lock
+    kept = clock(app)
+    if now < kept.next_at:  # the common case, read without the lock
         return False
-    with _lock:
-        if now < _next_at:
+    with kept.lock:
+        if now < kept.next_at:
             return False
-        _next_at = now + every * worker_processes()  # read when a fold starts, not on every submission
+        kept.next_at = now + every * worker_processes()  # read when a fold starts, not on every submission
     return background.run_later(app, _fold)
 
 
