@@ -10,7 +10,7 @@ request's; and the bytes of a first visit (the page and every file it names, hea
 of a repeat visit (the page alone: its files are cached ``immutable`` under hashed names).
 
 A fourth arm, uncompressed too, is a second app on the same database that keeps no question's HTML
-(``RESPONDENT_FRAGMENTS_KEPT=0``, survey.web.respond.fragments): the CPU the kept questions save, as
+(``RESPONDENT_FRAGMENTS_BYTES=0``, survey.web.respond.fragments): the CPU the kept questions save, as
 the median of the per-block ratios.
 
 Run ``python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md``.
@@ -55,7 +55,7 @@ def measure(blocks: int, per_block: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         config = {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp}/page.sqlite", "SECRET_KEY": "bench"}
         app = create_app(config)
-        unkept = create_app({**config, "RESPONDENT_FRAGMENTS_KEPT": 0})
+        unkept = create_app({**config, "RESPONDENT_FRAGMENTS_BYTES": 0})
         with app.app_context():
             upgrade_database()
             slug = create_demo(db.session, respondents=5).slug
@@ -128,7 +128,7 @@ def report(result: dict, header: str) -> str:
         "## The questions kept",
         "",
         "The same page uncompressed, from an app that makes every question's HTML on every request"
-        " (`RESPONDENT_FRAGMENTS_KEPT=0`) and from one that keeps it keyed on its content"
+        " (`RESPONDENT_FRAGMENTS_BYTES=0`) and from one that keeps it keyed on its content"
         " (survey.web.respond.fragments), interleaved in the blocks above.",
         "",
         "| questions | CPU per request | ÷ made every time |",

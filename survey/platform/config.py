@@ -82,9 +82,10 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # Seconds between two folds of the listed submissions into the deferred tallies started by one
         # process after storing submissions (survey.platform.folding); 0: never (the tests).
         "FOLD_SECONDS": 1.0,
-        # How many questions' HTML each process keeps for the respondent's page, keyed on their
-        # content (survey.web.respond.fragments); 0: none kept, every page makes every question.
-        "RESPONDENT_FRAGMENTS_KEPT": 1024,
+        # The memory each process may give to the questions' HTML it keeps for the respondent's page,
+        # keyed on their content (survey.web.respond.fragments), in bytes; 0: none kept, every page
+        # makes every question.
+        "RESPONDENT_FRAGMENTS_BYTES": 8_000_000,
         # The site's public address, e.g. "https://surveys.example.org" (a path after the host if the
         # site is served under one). Every link to an account (in an e-mail, or shown to copy) is built
         # from it, never from the request's Host header, which whoever sends the request chooses
