@@ -43,6 +43,8 @@ LOGIN_LIMIT = 10
 CLOSABLE = ("close-race",)
 #: The survey both hosts' submissions go to, whose tallies are checked against a recount.
 COUNTED = "counted"
+#: The survey whose question is edited past the app while both hosts keep its page's questions.
+EDITED = "edited"
 #: What the researcher's test sends to the small survey first: "drugs" depending on "age", every
 #: option of both seen, so that the regression has something to fit.
 ANALYSED = [{"drugs": int(i % 3 == 0) ^ (i % 2), "mirror": i % 2, "often": i % 4, "age": i % 2} for i in range(24)]
@@ -73,7 +75,7 @@ def hosts(request, tmp_path_factory) -> Iterator[tuple[int, int, Path]]:
             db.session.add(alice)
             db.session.flush()
             create_survey_from_spec(db.session, SMALL_SPEC, owner=alice)
-            for slug in (*CLOSABLE, COUNTED):
+            for slug in (*CLOSABLE, COUNTED, EDITED):
                 create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": slug}, owner=alice)
             coded = create_survey_from_spec(db.session, {**SMALL_SPEC, "slug": "coded", "access": "invitation"})
             db.session.flush()
@@ -287,3 +289,31 @@ def test_a_researcher_reads_results_and_downloads_the_answers_on_either_host(hos
         db.engine.dispose()
     assert count == len(ANALYSED)
     assert len(rows) - 1 == count and json.loads(estimates)["survey"]["submissions"] == count
+
+
+def test_a_question_edited_past_the_app_shows_on_both_hosts_next_pages(hosts):
+    """Each worker keeps the questions' HTML of the pages it made, keyed on their content
+    (survey.web.respond.fragments): an edit made in the database alone, after the workers that
+    answered sixteen requests kept copies, shows on every page either host makes next, whichever
+    worker makes it; nothing is told to forget anything."""
+    a, b, folder = hosts
+    visitor = Visitor(address())
+    pages = [visitor.get((a, b)[i % 2], f"/s/{EDITED}") for i in range(16)]
+    assert all(status == 200 and "Have you used drugs?" in page for status, page in pages)
+    app = create_app({"SQLALCHEMY_DATABASE_URI": (folder / "database_url").read_text(), "SECRET_KEY": "check"})
+    with app.app_context():
+        survey_id = db.session.scalar(select(Survey.id).where(Survey.slug == EDITED))
+        db.session.execute(
+            text(
+                "UPDATE questions SET text = 'Have you ever taken a banned substance?'"
+                " WHERE survey_id = :s AND key = 'drugs'"
+            ),
+            {"s": survey_id},
+        )
+        db.session.commit()
+        db.engine.dispose()
+    pages = [visitor.get((a, b)[i % 2], f"/s/{EDITED}") for i in range(16)]
+    assert all(status == 200 for status, _ in pages)
+    assert all(
+        "Have you ever taken a banned substance?" in page and "Have you used drugs?" not in page for _, page in pages
+    )
