@@ -69,6 +69,30 @@ SMALL_TRANSLATIONS = {
         "q:age:option:1": "كبير",
     },
 }
+#: One crosswise question, its unrelated question translated into Spanish (a combined question's texts).
+CROSSWISE_ES_SPEC = {
+    "title": "Crosswise",
+    "slug": "crosswise-es",
+    "questions": [
+        {
+            "key": "evaded",
+            "kind": "yes_no",
+            "text": "Have you evaded taxes?",
+            "privacy": {
+                "design": "crosswise",
+                "unrelated_yes_rate": 0.25,
+                "unrelated_question": "Is your mother's birthday in January, February or March?",
+            },
+        }
+    ],
+    "translations": {
+        "es": {
+            "title": "Cruzada",
+            "q:evaded:text": "¿Ha evadido impuestos?",
+            "q:evaded:unrelated_question": "¿Cumple años su madre en enero, febrero o marzo?",
+        }
+    },
+}
 #: One valid answer to SMALL_SPEC (stored codes), as the JSON API takes it ...
 GOOD = {"drugs": 1, "mirror": 0, "often": 3, "age": 1}
 #: ... and as the respondent's form posts it.

@@ -26,7 +26,7 @@ from survey.domain.surveys.specs import create_survey_from_spec, question_to_spe
 from survey.platform.extensions import db
 
 from .accounts import bearer, make_token, make_user, sign_in
-from .surveys import FORM, SMALL_SPEC, SMALL_TRANSLATIONS, add_survey, stored, text
+from .surveys import CROSSWISE_ES_SPEC, FORM, SMALL_SPEC, SMALL_TRANSLATIONS, add_survey, stored, text
 
 SPANISH = {
     **SMALL_TRANSLATIONS["es"],
@@ -240,29 +240,7 @@ def test_a_draft_in_spanish_is_previewed_by_its_organizers_and_its_404_says_noth
 
 
 def test_a_combined_questions_unrelated_question_comes_translated(app, client):
-    spec = {
-        "title": "Crosswise",
-        "slug": "crosswise-es",
-        "questions": [
-            {
-                "key": "evaded",
-                "kind": "yes_no",
-                "text": "Have you evaded taxes?",
-                "privacy": {
-                    "design": "crosswise",
-                    "unrelated_yes_rate": 0.25,
-                    "unrelated_question": "Is your mother's birthday in January, February or March?",
-                },
-            }
-        ],
-        "translations": {
-            "es": {
-                "title": "Cruzada",
-                "q:evaded:text": "¿Ha evadido impuestos?",
-                "q:evaded:unrelated_question": "¿Cumple años su madre en enero, febrero o marzo?",
-            }
-        },
-    }
+    spec = copy.deepcopy(CROSSWISE_ES_SPEC)  # its Spanish is taken apart below
     slug = add_survey(app, spec, owner=None)
     page = text(client.get(f"/s/{slug}?lang=es"))
     instruction = re.search(r'<p class="combined-instruction"[^>]*>(.*?)</p>', page, re.S).group(1)

@@ -181,31 +181,10 @@ def test_a_translated_unrelated_question_edited_past_the_app_shows(app):
     """A combined question's unrelated question, in the instruction the page writes around it."""
     from survey.domain.surveys.specs import create_survey_from_spec
 
-    spec = {
-        "title": "Crosswise",
-        "slug": "crosswise-es",
-        "questions": [
-            {
-                "key": "evaded",
-                "kind": "yes_no",
-                "text": "Have you evaded taxes?",
-                "privacy": {
-                    "design": "crosswise",
-                    "unrelated_yes_rate": 0.25,
-                    "unrelated_question": "Is your mother's birthday in January, February or March?",
-                },
-            }
-        ],
-        "translations": {
-            "es": {
-                "title": "Cruzada",
-                "q:evaded:text": "¿Ha evadido impuestos?",
-                "q:evaded:unrelated_question": "¿Cumple años su madre en enero, febrero o marzo?",
-            }
-        },
-    }
+    from .surveys import CROSSWISE_ES_SPEC
+
     with app.app_context():
-        survey = create_survey_from_spec(db.session, spec)
+        survey = create_survey_from_spec(db.session, CROSSWISE_ES_SPEC)
         db.session.commit()
         survey_id = survey.id
     client = app.test_client()

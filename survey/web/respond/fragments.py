@@ -3,14 +3,15 @@ unchanged.
 
 Made on every request, the questions' HTML (templates/respond/_question.html) cost a quarter to a
 third of the CPU of the demo survey's page (benchmarks/respondent_page.md: kept, 0.70 of the CPU of
-making them every time), and it is the same for every respondent who opens the page in the same language. It is
-kept here keyed on everything the macro reads, taken from the very rows this request has just
-loaded: every stored column of the question, of its options and of its design, its texts as the
-page's language shows them, its number on the page and that language. The key is the content, not a
-version someone must remember to bump: an edit by any path (a form, the API, an import, a migration,
-SQL typed by hand) makes a different key on the next request, on every host, and a copy that no page
-asks for again falls out of the bounded store. Nothing of the request (the CSRF token, an invitation
-code, a preview's banner) is in the macro, so nothing of one respondent can reach another's page.
+making them every time), and it is the same for every respondent who opens the page in the same
+language. It is kept here keyed on everything the macro reads, taken from the very rows this request
+has just loaded: every stored column of the question, of its options and of its design, its texts as
+the page's language shows them, its number on the page and that language. The key is the content,
+not a version someone must remember to bump: an edit by any path (a form, the API, an import, a
+migration, SQL typed by hand) makes a different key on the next request, on every host, and a copy
+that no page asks for again falls out of the bounded store. Nothing of the request (the CSRF token,
+an invitation code, a preview's banner) is in the macro, so nothing of one respondent can reach
+another's page.
 
 The store is bounded by the memory its HTML takes (``RESPONDENT_FRAGMENTS_BYTES``; its keys are
 digests). It hangs on the compiled macro template and names the template that macro imports: either
@@ -104,31 +105,31 @@ def content_key(view: QuestionView, number: int, language: str) -> bytes:
     return hashlib.blake2b(repr((rows, texts, number, language)).encode(), digest_size=20).digest()
 
 
-def _templates() -> tuple[Template, Template]:
-    environment = current_app.jinja_env
-    macro, imported = (environment.get_template(name) for name in TEMPLATES)
-    return macro, imported
-
-
-def store() -> _Store | None:
-    """The store of the templates the app has now: a new one when either was reloaded; None when
-    ``RESPONDENT_FRAGMENTS_BYTES`` keeps nothing."""
-    macro, imported = _templates()
+def _macro_and_store() -> tuple[Template, _Store | None]:
+    """The macro template the app has now and its store: a new store when the macro or the template
+    it imports was reloaded; None when ``RESPONDENT_FRAGMENTS_BYTES`` keeps nothing."""
+    macro, imported = (current_app.jinja_env.get_template(name) for name in TEMPLATES)
     found = macro.__dict__.get(STORE)
     if found is None or found[0] is not imported:
         found = (imported, _Store(current_app.config["RESPONDENT_FRAGMENTS_BYTES"]))
         macro.__dict__[STORE] = found  # two threads may both make one: each is right, one stays
-    return found[1] if found[1].budget > 0 else None
+    return macro, (found[1] if found[1].budget > 0 else None)
+
+
+def store() -> _Store | None:
+    """The store the app's pages use now (None when it keeps nothing)."""
+    return _macro_and_store()[1]
 
 
 def question_html(view: QuestionView, number: int) -> Markup:
     """The question's HTML on the respondent's page: kept, or made now by the macro (and kept unless
     ``RESPONDENT_FRAGMENTS_BYTES`` is 0, as the benchmark's arm that keeps nothing sets it)."""
-    kept = store()
-    key = None if kept is None else content_key(view, number, str(get_locale() or "en"))
-    html = None if kept is None else kept.get(key)
+    macro, kept = _macro_and_store()
+    if kept is None:
+        return Markup(macro.module.question(view, number))
+    key = content_key(view, number, str(get_locale() or "en"))
+    html = kept.get(key)
     if html is None:
-        html = Markup(_templates()[0].module.question(view, number))
-        if kept is not None:
-            kept.put(key, html)
+        html = Markup(macro.module.question(view, number))
+        kept.put(key, html)
     return html
