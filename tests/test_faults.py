@@ -44,7 +44,6 @@ from survey.domain.results import live
 from survey.domain.results.live import close_if_precise, live_status
 from survey.domain.surveys import lifecycle
 from survey.domain.surveys.specs import create_survey_from_spec
-from survey.platform.connections import outage
 from survey.platform.extensions import db
 from survey.platform.schema import upgrade_database
 from survey.web.common import (
@@ -264,10 +263,8 @@ class Capture(logging.Handler):
 
 @pytest.fixture
 def captured():
-    """The app's log from here on. The outage the log tracks is the process's: one an earlier test
-    left open (its app's database gone with its test) is closed first, unheard, so that the lines
-    counted are this test's own."""
-    outage.ended()
+    """The app's log from here on. The outage the log tracks is the app's own, so an earlier test's
+    app, left with its database gone, has no line in it: the lines counted are this test's own."""
     capture = Capture()
     logger = logging.getLogger("survey")
     logger.addHandler(capture)

@@ -173,7 +173,7 @@ def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_t
     outage like a request's, logged once by the process, not a background job's traceback per fold;
     gunicorn's crash test (tests/test_faults.py) met this when a fold was under way at the crash."""
     from survey import create_app
-    from survey.platform.connections import outage
+    from survey.platform.connections import outage_of
 
     with socket.socket() as probe:  # a port nothing listens at
         probe.bind(("127.0.0.1", 0))
@@ -181,8 +181,7 @@ def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_t
     app = create_app(
         {"SQLALCHEMY_DATABASE_URI": f"postgresql+psycopg://postgres@127.0.0.1:{port}/gone", "SECRET_KEY": "x"}
     )
-    monkeypatch.setattr(outage, "since", None)
-    monkeypatch.setattr(outage, "refused", 0)
+    outage = outage_of(app)  # the app's own: no other test's outage is in it
     with caplog.at_level(logging.INFO):
         for _ in range(3):
             assert background.run_later(app, folding._fold)
@@ -192,21 +191,20 @@ def test_a_fold_that_finds_the_database_down_notes_the_outage_once_and_logs_no_t
     assert outage.refused == 3 and outage.since is not None
 
 
-def test_a_fold_that_a_working_database_refuses_is_not_taken_for_an_outage(monkeypatch):
+def test_a_fold_that_a_working_database_refuses_is_not_taken_for_an_outage(app, monkeypatch):
     """A deadlock or a cancelled statement is the fold's own fault (its SQLSTATE says the database is
     up): it is raised, for the background thread to log with its traceback."""
     import psycopg
     from sqlalchemy import exc
 
-    from survey.platform.connections import outage
+    from survey.platform.connections import outage_of
 
-    monkeypatch.setattr(outage, "since", None)
     for error in (psycopg.errors.DeadlockDetected("deadlock detected"), psycopg.errors.QueryCanceled("canceled")):
         wrapped = exc.OperationalError("DELETE FROM pending_submissions ...", {}, error)
         monkeypatch.setattr(folding, "fold_all", lambda session, wrapped=wrapped: (_ for _ in ()).throw(wrapped))
-        with pytest.raises(exc.OperationalError):
+        with pytest.raises(exc.OperationalError), app.app_context():  # as the background thread runs it
             folding._fold()
-    assert outage.since is None
+    assert outage_of(app).since is None and outage_of(app).refused == 0
 
 
 @pytest.mark.parametrize("app", ["postgresql"], indirect=True)

@@ -61,7 +61,7 @@ def init_app(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(MIGRATIONS))
     with app.app_context():
         connections.create_private_sqlite_file(db.engine.url)
-        connections.check_connections_before_use(db.engine)
+        connections.check_connections_before_use(db.engine, connections.outage_of(app))
         connections.wait_for_sqlite_writers(db.engine)
         connections.no_jit_on_postgresql(db.engine, pooled=bool(app.config["DATABASE_TRANSACTION_POOLING"]))
         connections.erase_deleted_sqlite_rows(db.engine)

@@ -13,9 +13,12 @@ way a connection leaves the pool: the ORM session and ``engine.raw_connection()`
 submission path's driver cursor, :func:`survey.domain.responses.submissions.autocommit_cursor`).
 
 **An outage** is reported by whoever meets it (the error handlers of :mod:`survey.web.common`, the
-health check) through :data:`outage`: the first failure logs one line, further failures nothing,
-and the first connection that works again logs one line with how long it lasted and how many
-requests were refused meanwhile. Per process: each gunicorn worker says it once.
+health check) through the app's :class:`Outage` (:func:`outage_of`): the first failure logs one
+line, further failures nothing, and the first connection that works again logs one line with how
+long it lasted and how many requests were refused meanwhile. Per app, so per process in production:
+each gunicorn worker says it once. (Held by the app, not the module: where several apps share a
+process, as the tests build them, one app's outage was ended, in the log, by another's first
+connection to a database that had never been down.)
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from flask import Flask, g, has_app_context
+from flask import Flask, current_app, g, has_app_context
 from sqlalchemy import URL, Engine, event, exc
 from sqlalchemy.orm import scoped_session
 
@@ -85,10 +88,10 @@ def _has_input(dbapi_connection: Any) -> bool:
     return bool(poller.poll(0))
 
 
-def check_connections_before_use(engine: Engine, idle_seconds: float = IDLE_PING_SECONDS) -> None:
+def check_connections_before_use(engine: Engine, outage: Outage, idle_seconds: float = IDLE_PING_SECONDS) -> None:
     """Hand out only connections that work: ping one that has input waiting or sat idle for more
     than ``idle_seconds`` (or any, during an outage), and replace it when the ping fails. Every
-    checkout that works also tells :data:`outage` that the database is back."""
+    checkout that works also tells ``outage`` (the engine's app's) that the database is back."""
     dialect = engine.dialect
 
     @event.listens_for(engine, "checkin")
@@ -168,7 +171,7 @@ def end_sessions_through_outages(app: Flask, session: scoped_session) -> None:
         except UNAVAILABLE as error:
             if not is_unavailable(error):
                 raise
-            outage.failed(error)
+            outage_of(app).failed(error)
             session.registry.clear()
 
 
@@ -179,8 +182,17 @@ def _first_line(error: BaseException) -> str:
     return lines[0][:300] if lines else ""
 
 
-#: This process's outage record (each gunicorn worker has its own).
-outage = Outage()
+def outage_of(app: Flask) -> Outage:
+    """The app's outage record (each gunicorn worker's app has its own), made with its first use."""
+    found = app.extensions.get("outage")
+    if found is None:
+        found = app.extensions.setdefault("outage", Outage())
+    return found
+
+
+def current_outage() -> Outage:
+    """The outage record of the app of the current context."""
+    return outage_of(current_app._get_current_object())  # type: ignore[attr-defined]
 
 
 def create_private_sqlite_file(url: URL) -> None:

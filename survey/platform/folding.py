@@ -28,7 +28,7 @@ from survey.domain.responses.pending import fold_all
 
 from . import background
 from .config import worker_processes
-from .connections import UNAVAILABLE, is_unavailable, outage
+from .connections import UNAVAILABLE, current_outage, is_unavailable
 from .extensions import db
 
 
@@ -86,7 +86,7 @@ def _fold() -> None:
         state = getattr(getattr(error, "orig", None) or error, "sqlstate", None) or ""
         if not is_unavailable(error) or state.startswith(NOT_AN_OUTAGE):
             raise  # logged with its traceback by the background thread: a fold's own failure
-        outage.failed(error)
+        current_outage().failed(error)
 
 
 #: SQLSTATEs of psycopg's OperationalErrors that a working database raises about this transaction (a

@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from sqlalchemy.exc import SQLAlchemyError
 
-from .connections import outage
+from .connections import current_outage
 from .schema import current_revision, head_revision
 
 bp = Blueprint("health", __name__)
@@ -20,7 +20,7 @@ def health() -> tuple[Response, int]:
     try:
         current = current_revision()
     except SQLAlchemyError as error:
-        outage.failed(error)  # logged once per outage, not once per probe
+        current_outage().failed(error)  # logged once per outage, not once per probe
         body, status = {"status": "unavailable", "database": "unreachable"}, 503
     else:
         if current == head_revision():

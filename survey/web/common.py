@@ -25,7 +25,7 @@ from survey.domain.accounts.sharing import SurveyAccess, role_offers_for, survey
 from survey.domain.errors import DomainError, Path
 from survey.domain.messages import message, template
 from survey.domain.models import Membership, Survey, User
-from survey.platform.connections import UNAVAILABLE, is_unavailable, outage
+from survey.platform.connections import UNAVAILABLE, current_outage, is_unavailable
 from survey.platform.extensions import db
 from survey.platform.security import MESSAGES as PAGE_MESSAGES
 from survey.platform.security import PROBLEM_JSON, error_response, wants_json
@@ -212,7 +212,7 @@ def _database_unavailable(error: Exception) -> Response:
     An error that is not an outage (a wrong statement on SQLite) goes on to be a 500, logged whole."""
     if not is_unavailable(error):
         raise error
-    outage.failed(error)
+    current_outage().failed(error)
     g.database_unavailable = True  # the response hooks must not touch the database again
     code = outage_message()
     message = say(code)
