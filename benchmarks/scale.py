@@ -23,12 +23,13 @@ Four measurements, each on databases of its own that the migrations create:
   statement our app sends (with the tallies, in autocommit), the floor of our own SQL.
 
 * **Analysis** (PostgreSQL). A survey with direct covariates (``ANALYSIS_SPEC``) bulk-loaded to
-  each size: breakdowns and an association from the pair and day tallies; a regression on three
-  covariates beside a naive peer reading the raw answers into numpy (:func:`peer_regression`, the
-  same fit), interleaved; the results page through the app beside its floor, the one SELECT of the
-  tallies, interleaved, with the statements one view sends and its size. Then the ingest cost of
-  the regression's index (:func:`run_index_cost`): the app's statement with the indexes of
-  ``answers`` before migration 0016, after it, and both, interleaved.
+  each size, a database each, every size measured in the same rounds: breakdowns and an association
+  from the pair and day tallies; a regression on three covariates beside a naive peer reading the
+  raw answers into numpy (:func:`peer_regression`, the same fit), interleaved; the results page
+  through the app beside its floor, the one SELECT of the tallies, interleaved, with the statements
+  one view sends and its size. Then the ingest cost of the regression's index
+  (:func:`run_index_cost`): the app's statement with the indexes of ``answers`` before migration
+  0016, after it, and both, interleaved.
 
 Run with ``make bench``; the committed ``scale.md`` beside this file is its last output. Needs
 ``TEST_DATABASE_URL`` (or ``--postgresql``) for PostgreSQL, and ``wrk`` (Debian's package) for ingest.
@@ -211,12 +212,13 @@ def peer_regression(url: str, outcome_id: int, code: int, covariates: list[tuple
     )
 
 
-def measure_analysis(url: str) -> dict[str, Any]:
-    """Runs in a child process: a breakdown by a direct question, by week, an association of two
-    randomized questions and a regression on three covariates, as the compare and regression pages
-    compute them (loading the survey included); beside the regression, interleaved with it, the
-    naive peer (:func:`peer_regression`). Then the results page through the app, interleaved with
-    its floor, the one SELECT of the tallies it needs: seconds, statements sent and HTML bytes."""
+def _analysis_operations(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the analysis part times on the survey of one database, as callables sharing one app (a
+    breakdown by a direct question, by week, an association of two randomized questions, a regression
+    on three covariates as the compare and regression pages compute them, loading the survey
+    included; the naive peer of the regression, :func:`peer_regression`; the results page through the
+    app and its floor, the one SELECT of the tallies it needs), each run once to warm up; and what
+    those runs found (the counts, the fit, the statements of one view, the page's size)."""
     from sqlalchemy import event, select
 
     from survey import create_app
@@ -237,17 +239,13 @@ def measure_analysis(url: str) -> dict[str, Any]:
 
         return once
 
-    def timed(fn, repeats: int) -> tuple[float, Any]:
-        once = in_context(fn)
-        result = once()  # warm up
-        return _median_seconds(once, repeats), result
-
-    breakdown_s, by_region = timed(lambda s: compare(db.session, s, "y1", "region").to_dict(), 15)
-    week_s, by_week = timed(lambda s: compare(db.session, s, "y1", "week").to_dict(), 15)
-    association_s, pair = timed(lambda s: compare(db.session, s, "y1", "y2").to_dict(), 15)
-
     covariate_keys = ["region", "sector", "age"]
-    ours = in_context(lambda s: regression(db.session, s, "y1", covariate_keys).to_dict())
+    ops: dict[str, Any] = {
+        "breakdown": in_context(lambda s: compare(db.session, s, "y1", "region").to_dict()),
+        "week": in_context(lambda s: compare(db.session, s, "y1", "week").to_dict()),
+        "association": in_context(lambda s: compare(db.session, s, "y1", "y2").to_dict()),
+        "regression": in_context(lambda s: regression(db.session, s, "y1", covariate_keys).to_dict()),
+    }
 
     def inputs(s: Survey) -> tuple:
         by_key = {q.key: q for q in s.questions}
@@ -255,16 +253,7 @@ def measure_analysis(url: str) -> dict[str, Any]:
         return outcome.id, [(by_key[k].id, by_key[k].is_number) for k in covariate_keys], question_mechanism(outcome)
 
     outcome_id, covariates, mechanism = in_context(inputs)()
-
-    def peer():
-        return peer_regression(url, outcome_id, 0, covariates, mechanism)
-
-    fit, theirs = ours(), peer()  # warm up, and the two fits must agree
-    assert np.allclose([c["estimate"] for c in fit["coefficients"]], theirs.params, rtol=1e-6, atol=1e-9)
-    regression_times, peer_times = [], []
-    for _ in range(7):  # interleaved, so that a slow moment of the machine hits both
-        regression_times.append(_seconds(ours))
-        peer_times.append(_seconds(peer))
+    ops["peer"] = lambda: peer_regression(url, outcome_id, 0, covariates, mechanism)
 
     client = app.test_client()
     assert client.post("/auth/login", data={"username": USER, "password": PASSWORD}).status_code == 302
@@ -282,16 +271,17 @@ def measure_analysis(url: str) -> dict[str, Any]:
     with app.app_context():
         survey = db.session.scalar(select(Survey).where(Survey.slug == ANALYSIS_SLUG))
         statement = counts_statement(survey.id, question_kinds(survey), db.engine.dialect.name)
+        engine = db.engine
 
     def floor() -> None:
         with app.app_context():
             db.session.execute(statement).all()
             db.session.remove()
 
-    html = page()  # warm up
-    floor()
-    with app.app_context():
-        engine = db.engine
+    ops |= {"page": page, "page_afresh": page_afresh, "floor": floor}
+    first = {name: op() for name, op in ops.items()}  # warm up, and what the runs find
+    fit, theirs = first["regression"], first["peer"]
+    assert np.allclose([c["estimate"] for c in fit["coefficients"]], theirs.params, rtol=1e-6, atol=1e-9)
     statements: list[str] = []
 
     def count(conn, cursor, statement, *args) -> None:
@@ -300,27 +290,47 @@ def measure_analysis(url: str) -> dict[str, Any]:
     event.listen(engine, "before_cursor_execute", count)
     page()
     event.remove(engine, "before_cursor_execute", count)
-    times: dict[str, list[float]] = {"page": [], "page_afresh": [], "floor": []}
-    for _ in range(15):
-        times["page"].append(_seconds(page))
-        times["page_afresh"].append(_seconds(page_afresh))
-        times["floor"].append(_seconds(floor))
-    return {
-        "breakdown_s": breakdown_s,
-        "week_s": week_s,
-        "association_s": association_s,
-        "regression_s": statistics.median(regression_times),
-        "regression_peer_s": statistics.median(peer_times),
-        "breakdown_n": by_region["total"]["n"],
-        "weeks": len(by_week["groups"]),
-        "association_n": int(sum(c["reported"] for c in pair["cells"])),
+    facts = {
+        "breakdown_n": first["breakdown"]["total"]["n"],
+        "weeks": len(first["week"]["groups"]),
+        "association_n": int(sum(c["reported"] for c in first["association"]["cells"])),
         "regression_n": fit["n"],
         "regression_patterns": fit["n_patterns"],
         "age_coefficient": next(c["estimate"] for c in fit["coefficients"] if c["name"] == "age"),
-        **{f"{k}_s": statistics.median(v) for k, v in times.items()},
         "page_statements": len(statements),
-        "page_kb": len(html) / 1000,
+        "page_kb": len(first["page"]) / 1000,
     }
+    return ops, facts
+
+
+#: Rounds of each group of the analysis part's measurements; in a round every size runs each once.
+ANALYSIS_ROUNDS = (
+    (("breakdown", "week", "association"), 15),
+    (("regression", "peer"), 7),
+    # afresh first: it forgets what every size kept, then keeps its own again for the page after it
+    (("page_afresh", "page", "floor"), 15),
+)
+
+
+def measure_analysis(urls: list[str]) -> list[dict[str, Any]]:
+    """Runs in a child process, on one database per size (``urls`` in the sizes' order): every
+    measurement interleaved across the sizes, so that a slow minute of the machine falls on all of
+    them alike and "flat from 10,000 to 1,000,000" compares times taken at the same moments (run one
+    size after another, two runs of one night read the breakdown's spread as 1.18 and 1.54). Each round runs
+    every size once, starting from the next size each round; within a size, the group's operations
+    run one after the other (the regression beside its peer, the page beside its floor). Medians."""
+    measured = [_analysis_operations(url) for url in urls]
+    times: list[dict[str, list[float]]] = [{} for _ in urls]
+    for names, rounds in ANALYSIS_ROUNDS:
+        for r in range(rounds):
+            for i in [(r + k) % len(urls) for k in range(len(urls))]:
+                for name in names:
+                    times[i].setdefault(name, []).append(_seconds(measured[i][0][name]))
+    return [
+        {f"{'regression_peer' if name == 'peer' else name}_s": statistics.median(runs) for name, runs in taken.items()}
+        | facts
+        for taken, (_, facts) in zip(times, measured, strict=True)
+    ]
 
 
 def _seconds(fn) -> float:
@@ -330,21 +340,32 @@ def _seconds(fn) -> float:
 
 
 def run_analysis(postgresql: str, workdir: Path, sizes: tuple[int, ...]) -> list[dict]:
-    database = Database("postgresql", postgresql, workdir, ANALYSIS_SPEC)
-    rng = np.random.default_rng(20261125)
+    """A database of its own for each size, loaded from empty (the same seed each), then every size
+    measured in one child process, interleaved (:func:`measure_analysis`)."""
     rows: list[dict] = []
-    try:
+    with contextlib.ExitStack() as stack:
+        databases = []
         for size in sizes:
-            reports, days = simulate_analysis(size - database.submissions, rng)
+            database = Database("postgresql", postgresql, workdir, ANALYSIS_SPEC)
+            stack.callback(database.drop)
+            reports, days = simulate_analysis(size, np.random.default_rng(20261125))
             load_s = bulk_load(database, reports, days=days)
-            tally_s = rebuild(database)
-            measured = in_child("analysis", database.url)
+            rows.append({"size": size, "load_s": load_s, "tally_s": rebuild(database)})
+            databases.append(database)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", "analysis", "--url", " ".join(d.url for d in databases)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"child analysis failed:\n{out.stderr[-3000:]}")
+        for row, measured in zip(rows, json.loads(out.stdout.strip().splitlines()[-1]), strict=True):
             for key in ("breakdown_n", "association_n", "regression_n"):
-                assert measured[key] == size, (key, measured[key], size)
-            rows.append({"size": size, "load_s": load_s, "tally_s": tally_s, **measured})
-            print(json.dumps(rows[-1]), flush=True)
-    finally:
-        database.drop()
+                assert measured[key] == row["size"], (key, measured[key], row["size"])
+            row.update(measured)
+            print(json.dumps(row), flush=True)
     return rows
 
 
@@ -391,8 +412,10 @@ def analysis_report(rows: list[dict], index_cost: dict[str, list[float]] | None 
         "",
         "A 10-question survey (`ANALYSIS_SPEC`: five yes/no and two 5-option questions randomized by GRR, two"
         " questions asked directly with 4 and 3 options, a number question 16–99), bulk-loaded over eight weeks"
-        " and its tallies rebuilt (answer, pair and day tallies: what `flask recount --fix` does). Medians over 15"
-        " runs in a fresh process, each loading the survey as the page does. *Breakdown*:"
+        " and its tallies rebuilt (answer, pair and day tallies: what `flask recount --fix` does), a database of"
+        " its own for each size. Medians over 15 runs in one fresh process, each loading the survey as the page"
+        " does, the sizes interleaved (every round runs each size once, the first size moving on each round), so"
+        " that the sizes are timed at the same moments of the machine. *Breakdown*:"
         " `y1` by `region` (pair tallies). *By week*: `y1` by week of submission (day tallies). *Association*:"
         " `y1` with `y2` (pair tallies). *Regression*: `y1` on `region`, `sector` and `age` (a GROUP BY over the"
         " answers per covariate pattern, a merge join of index-only scans of `(question_id, submission_id, value)`,"
@@ -417,10 +440,11 @@ def analysis_report(rows: list[dict], index_cost: dict[str, list[float]] | None 
         "### Results page",
         "",
         "`GET /surveys/<slug>/results` of the same survey through the app's test client, signed in, 15 runs of"
-        " each interleaved: *page* as a researcher refreshing it sees it (the timelines kept from the view"
-        " before, `survey/domain/results/kept.py`, since no submission came); *page afresh* with nothing kept"
-        " (every timeline computed again, as after a submission); *tally read*, its floor: the one SELECT of the"
-        " running tallies the page needs (`counts_statement`: sent and its rows read, the survey's id known)."
+        " each interleaved with each other and with the other sizes: *page* as a researcher refreshing it sees"
+        " it (the timelines kept from the view before, `survey/domain/results/kept.py`, since no submission"
+        " came); *page afresh* with nothing kept (every timeline computed again, as after a submission);"
+        " *tally read*, its floor: the one SELECT of the running tallies the page needs (`counts_statement`:"
+        " sent and its rows read, the survey's id known)."
         " *Statements*: every SQL statement one view sends (counted by a SQLAlchemy event), signing in included.",
         "",
         "| submissions | page | page afresh | tally read | page ÷ tally read | afresh ÷ tally read | statements"
@@ -1261,7 +1285,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         measure = {"estimates": measure_estimates, "export": measure_export, "analysis": measure_analysis}
-        result = measure[args.child](args.url)
+        result = measure[args.child](args.url.split(" ") if args.child == "analysis" else args.url)
         print(json.dumps(result))
         return
 
