@@ -110,7 +110,7 @@ test: lint chromium pgbouncer r node_modules/.installed
 # The suite in parts (docs/testing.md): tests/conftest.py marks each test `browser` or `postgresql` by
 # the fixtures it uses, and `slow` marks those measured slow. `make test` still runs them all.
 # test-fast: everything but the browser tests, the slow ones and the PostgreSQL cases, without lint or
-# the browser's and R's installs (under a minute).
+# the browser's and R's installs (about a minute).
 test-fast: $(VENV)/.test-installed
 	$(BIN)/python -m pytest survey tests README.md -m "not browser and not slow and not postgresql" $(PYTEST_ARGS)
 
