@@ -155,6 +155,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python benchmarks/scale_ingest.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/scale_ingest.md
 	$(BIN)/python benchmarks/fold_readers.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/fold_readers.md
 	$(BIN)/python benchmarks/respondent_page.py --markdown benchmarks/respondent_page.md
+	$(BIN)/python benchmarks/browser_submission.py --postgresql $(BENCH_DATABASE_URL) --markdown benchmarks/browser_submission.md
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache .hypothesis

@@ -67,6 +67,8 @@ class Sent:
     note: str
     session_storage: int
     requests: list[dict] = field(default_factory=list)
+    #: The thank-you page's responses: (resource type, status), in the order they came.
+    thanks: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def posts(self) -> list[dict]:
@@ -130,6 +132,8 @@ def submit(
     page = context.new_page()
     captured: list = []
     context.on("request", lambda request: captured.append(request))
+    thanks: list = []
+    context.on("response", lambda r: thanks.append(r) if r.url.split("?")[0] == f"{base}/s/{slug}/thanks" else None)
     page.goto(f"{base}/s/{slug}" + (f"?code={code}" if code else ""))
     # exactly one note about repeats is visible (the script picks memo-on or memo-off); wait for it
     note = page.locator("#memo-on, #memo-off, #keeps-nothing").locator("visible=true")
@@ -146,8 +150,17 @@ def submit(
     requests = [
         {"url": r.url, "method": r.method, "headers": r.all_headers(), "post_data": r.post_data or ""} for r in captured
     ]
+    answered = [(r.request.resource_type, r.status) for r in thanks]
     context.close()
-    return Sent(mode, truth, typed, code, secret, note, session_storage, requests)
+    return Sent(mode, truth, typed, code, secret, note, session_storage, requests, answered)
+
+
+def test_the_pages_fetch_of_its_redirect_is_answered_with_nothing(run):
+    """The page follows its post's 303 with fetch() only to learn that the answers arrived: that
+    request is answered 204, no content (nothing is made for it), and the page then opens the
+    thank-you page itself, which shows what was sent."""
+    for s in run.sent:
+        assert s.thanks == [("fetch", 204), ("document", 200)]
 
 
 def carried(request: dict) -> str:

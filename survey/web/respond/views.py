@@ -135,9 +135,9 @@ def _take_sent(slug: str) -> dict[str, int]:
     """The reports :func:`_remember_sent` kept for this survey, taken out of the session when the
     thank-you page is opened as a page. The respondent's page follows the post's redirect with
     fetch() before it goes there (to learn whether the answers had already arrived): that request
-    (``Sec-Fetch-Dest: empty``) leaves them for the page itself. A browser that sends no
-    ``Sec-Fetch-Dest`` (plain http on a non-local host) has them taken by the fetch, and its
-    thank-you page shows no list."""
+    (``Sec-Fetch-Dest: empty``) is answered before this is called, and any other that is not a
+    document leaves them for the page itself. A browser that sends no ``Sec-Fetch-Dest`` (plain
+    http on a non-local host) has them taken by the fetch, and its thank-you page shows no list."""
     if request.headers.get("Sec-Fetch-Dest", "document") != "document":
         return {}
     if SENT not in session:
@@ -194,8 +194,16 @@ def thanks(slug: str):
     """Thanks; ``again=1`` when a resend found its answers already received (stored once). Right
     after sending, it also shows what was sent for each randomized question (:func:`_take_sent`);
     that page is then kept by no cache (the back button must not show it to the next person at a
-    shared device)."""
+    shared device).
+
+    The respondent's page follows its post's redirect here with fetch() (``Sec-Fetch-Dest: empty``)
+    and reads only the status and the address reached, to learn that the answers arrived and
+    whether they had before; then it opens the page. That request gets 204 and nothing is made for
+    it: the page rendered for nobody to read cost 7% of a browser submission's CPU
+    (benchmarks/browser_submission.md). The survey is still looked up, so an unknown slug is a 404."""
     survey = _survey_or_404(slug)
+    if request.headers.get("Sec-Fetch-Dest") == "empty":
+        return Response(status=204, headers={"Cache-Control": "private, no-store"})
     reports = _take_sent(slug)
     shown = _read(survey)
     sent = sent_views(survey_page(shown), reports) if reports else []
