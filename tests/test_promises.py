@@ -308,6 +308,7 @@ def test_what_the_thank_you_page_says_was_sent_is_the_report_and_true(app, clien
         # the page's own fetch() of the redirect (Sec-Fetch-Dest: empty) leaves them for the page
         fetched = client.get(f"/s/{survey_slug}/thanks", headers={"Sec-Fetch-Dest": "empty"})
         assert fetched.status_code == 204 and fetched.get_data() == b""  # nothing made for it
+        assert "Sec-Fetch-Dest" in fetched.vary and "sent" in _session_payload(client)  # left for the page
         assert client.get("/s/no-such-survey/thanks", headers={"Sec-Fetch-Dest": "empty"}).status_code == 404
         claims = claims_of(client, f"/s/{survey_slug}/thanks")
         assert {key for key, claim in claims if claim == "sent"} == drawn

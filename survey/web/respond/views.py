@@ -203,12 +203,13 @@ def thanks(slug: str):
     (benchmarks/browser_submission.md). The survey is still looked up, so an unknown slug is a 404."""
     survey = _survey_or_404(slug)
     if request.headers.get("Sec-Fetch-Dest") == "empty":
-        return Response(status=204, headers={"Cache-Control": "private, no-store"})
+        return Response(status=204, headers={"Cache-Control": "private, no-store", "Vary": "Sec-Fetch-Dest"})
     reports = _take_sent(slug)
     shown = _read(survey)
     sent = sent_views(survey_page(shown), reports) if reports else []
     again = request.args.get("again") == "1"
     response = Response(render_template("respond/thanks.html", survey=shown, already_received=again, sent=sent))
+    response.vary.add("Sec-Fetch-Dest")  # what is sent depends on it: a cache must not answer one with the other
     if sent:
         response.headers["Cache-Control"] = "private, no-store"
     return response
