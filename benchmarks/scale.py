@@ -253,7 +253,7 @@ def _analysis_operations(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return outcome.id, [(by_key[k].id, by_key[k].is_number) for k in covariate_keys], question_mechanism(outcome)
 
     outcome_id, covariates, mechanism = in_context(inputs)()
-    ops["peer"] = lambda: peer_regression(url, outcome_id, 0, covariates, mechanism)
+    ops["regression_peer"] = lambda: peer_regression(url, outcome_id, 0, covariates, mechanism)
 
     client = app.test_client()
     assert client.post("/auth/login", data={"username": USER, "password": PASSWORD}).status_code == 302
@@ -280,7 +280,7 @@ def _analysis_operations(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
     ops |= {"page": page, "page_afresh": page_afresh, "floor": floor}
     first = {name: op() for name, op in ops.items()}  # warm up, and what the runs find
-    fit, theirs = first["regression"], first["peer"]
+    fit, theirs = first["regression"], first["regression_peer"]
     assert np.allclose([c["estimate"] for c in fit["coefficients"]], theirs.params, rtol=1e-6, atol=1e-9)
     statements: list[str] = []
 
@@ -306,7 +306,7 @@ def _analysis_operations(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
 #: Rounds of each group of the analysis part's measurements; in a round every size runs each once.
 ANALYSIS_ROUNDS = (
     (("breakdown", "week", "association"), 15),
-    (("regression", "peer"), 7),
+    (("regression", "regression_peer"), 7),
     # afresh first: it forgets what every size kept, then keeps its own again for the page after it
     (("page_afresh", "page", "floor"), 15),
 )
@@ -327,8 +327,7 @@ def measure_analysis(urls: list[str]) -> list[dict[str, Any]]:
                 for name in names:
                     times[i].setdefault(name, []).append(_seconds(measured[i][0][name]))
     return [
-        {f"{'regression_peer' if name == 'peer' else name}_s": statistics.median(runs) for name, runs in taken.items()}
-        | facts
+        {f"{name}_s": statistics.median(runs) for name, runs in taken.items()} | facts
         for taken, (_, facts) in zip(times, measured, strict=True)
     ]
 
@@ -352,16 +351,8 @@ def run_analysis(postgresql: str, workdir: Path, sizes: tuple[int, ...]) -> list
             load_s = bulk_load(database, reports, days=days)
             rows.append({"size": size, "load_s": load_s, "tally_s": rebuild(database)})
             databases.append(database)
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", "analysis", "--url", " ".join(d.url for d in databases)],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"child analysis failed:\n{out.stderr[-3000:]}")
-        for row, measured in zip(rows, json.loads(out.stdout.strip().splitlines()[-1]), strict=True):
+        measured_by_size = in_child("analysis", " ".join(d.url for d in databases))
+        for row, measured in zip(rows, measured_by_size, strict=True):
             for key in ("breakdown_n", "association_n", "regression_n"):
                 assert measured[key] == row["size"], (key, measured[key], row["size"])
             row.update(measured)
@@ -727,7 +718,9 @@ def measure_export(url: str) -> dict[str, Any]:
     return {"export_s": time.perf_counter() - start, "bytes": size, "rows": lines - 1, "rss_growth_mb": watch.growth}
 
 
-def in_child(what: str, url: str) -> dict[str, Any]:
+def in_child(what: str, url: str) -> Any:
+    """What :func:`main`'s ``--child`` measurement printed last, as JSON (``url``: the analysis
+    part's several databases, separated by spaces)."""
     out = subprocess.run(
         [sys.executable, __file__, "--child", what, "--url", url],
         capture_output=True,
